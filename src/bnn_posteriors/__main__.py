@@ -1,0 +1,3 @@
+from bnn_posteriors.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,204 @@
+"""The ``bnn-posteriors`` command: run a chapter headless, print the claim scorecard.
+
+``bnn-posteriors run book/01_narrow_networks.md --profile full --seed 1`` executes the
+MyST chapter with nbclient and writes ``_build/executed/<profile>/<stem>.ipynb``;
+``bnn-posteriors claims`` prints the status of every claim per profile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from bnn_posteriors import claims, profiles
+
+WIDTH = 100  # terminal columns of the scorecard table
+
+
+def toc_files(node) -> Iterator[str]:
+    """Every document of a Jupyter Book ``_toc.yml`` (``root`` and ``file`` entries, in order).
+
+    ``node`` is the parsed YAML; entries are yielded without a ``.md``/``.ipynb`` suffix.
+    """
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("root", "file") and isinstance(value, str):
+                yield value.removesuffix(".md").removesuffix(".ipynb")
+            else:
+                yield from toc_files(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from toc_files(item)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``bnn-posteriors`` (sub-commands ``run`` and ``claims``)."""
+    parser = argparse.ArgumentParser(
+        prog="bnn-posteriors",
+        description="Run the book's chapters and report the status of its claims.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="execute a MyST chapter headless with nbclient")
+    run.add_argument("chapter", type=Path, help="the chapter's .md file (Jupytext MyST)")
+    run.add_argument("--profile", help="quick or full (default: $BNN_PROFILE, else quick)")
+    run.add_argument("--seed", type=int, help="override the chapter's seed (sets BNN_SEED)")
+    run.add_argument("--timeout", type=int, help="seconds allowed per cell (default: none)")
+    run.add_argument(
+        "--out",
+        type=Path,
+        help="folder of executed notebooks (default: <repo root>/_build/executed)",
+    )
+
+    report = commands.add_parser("claims", help="print the claim scorecard")
+    report.add_argument("--profile", help="show one profile only (quick or full)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code (0 ok, 1 failed, 2 usage)."""
+    args = build_parser().parse_args(argv)
+    try:
+        profile = profiles.profile_name(args.profile) if args.profile is not None else None
+    except ValueError as error:
+        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
+        return 2
+    if args.command == "run":
+        return run_chapter(args.chapter, profile, args.seed, args.timeout, args.out)
+    return print_claims(profile)
+
+
+# --------------------------------------------------------------------------- run
+
+
+def run_chapter(
+    chapter: Path,
+    profile: str | None = None,
+    seed: int | None = None,
+    timeout: int | None = None,
+    out: Path | None = None,
+) -> int:
+    """Execute ``chapter`` under ``profile``/``seed``; write the executed notebook."""
+    try:
+        profile = profiles.profile_name(profile)
+    except ValueError as error:
+        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
+        return 2
+    chapter = Path(chapter)
+    if not chapter.is_file():
+        print(f"bnn-posteriors: error: no chapter file {chapter}", file=sys.stderr)
+        return 2
+    if seed is not None and seed < 0:
+        print(f"bnn-posteriors: error: --seed must be ≥ 0, got {seed}", file=sys.stderr)
+        return 2
+
+    import jupytext
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    notebook = jupytext.read(chapter)
+    target = executed_path(chapter, profile, out)
+    environ = {"BNN_PROFILE": profile}
+    if seed is not None:
+        environ["BNN_SEED"] = str(seed)
+    client = NotebookClient(
+        notebook,
+        kernel_name="python3",
+        timeout=timeout,
+        resources={"metadata": {"path": str(chapter.resolve().parent)}},
+    )
+    print(f"running {chapter} (profile {profile}, seed {environ.get('BNN_SEED', 'default')})")
+    start = time.perf_counter()
+    failure = None
+    with _environ(environ):
+        try:
+            client.execute()
+        except (CellExecutionError, CellTimeoutError, DeadKernelError) as error:
+            failure = error
+    wall = time.perf_counter() - start
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, target)
+    print(f"executed notebook: {target}")
+    print(f"wall time: {wall:.1f} s")
+    if failure is not None:
+        print(f"bnn-posteriors: {chapter} failed:\n{failure}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def executed_path(chapter: Path, profile: str, out: Path | None = None) -> Path:
+    """Where the executed notebook goes: ``<out>/<profile>/<stem>.ipynb``."""
+    if out is None:
+        out = (claims.repo_root() or Path.cwd()) / "_build" / "executed"
+    return Path(out) / profile / f"{Path(chapter).stem}.ipynb"
+
+
+@contextlib.contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables for the kernel, restoring the old values afterwards."""
+    old = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+# --------------------------------------------------------------------------- claims
+
+
+def print_claims(profile: str | None = None) -> int:
+    """Print the scorecard (one profile, or both) and the counts; 2 on unreadable records."""
+    try:
+        rows = claims.scorecard()
+    except ValueError as error:
+        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
+        return 2
+    shown = profiles.PROFILES if profile is None else (profile,)
+    print(scorecard_text(rows, shown))
+    counts = claims.summary(rows)
+    print()
+    for name in shown:  # one line per profile, to stay within WIDTH columns
+        print(claims.summary_text({name: counts[name]}))
+    return 0
+
+
+_TERSE = {claims.NOT_REPRODUCED: "not reprod."}  # status words that fit 11 columns
+
+
+def scorecard_text(rows: Sequence[dict], shown: Sequence[str] = profiles.PROFILES) -> str:
+    """The scorecard as plain-text columns, at most ``WIDTH`` characters a line."""
+    measured = "quick" if "quick" in shown else shown[0]
+    columns = [("claim", 5), *((p, 11) for p in shown), (f"measured ({measured})", 16)]
+    columns.append(("expected", 14))
+    used = sum(width + 2 for _, width in columns)
+    columns.append(("what", max(WIDTH - used, 20)))
+    lines = [_line([name for name, _ in columns], columns)]
+    lines.append(_line(["-" * width for _, width in columns], columns))
+    for row in rows:
+        statuses = [_TERSE.get(row[p]["status"], row[p]["status"]) for p in shown]
+        expected = row[measured]["expected"] or row[shown[-1]]["expected"]
+        cells = [row["id"], *statuses, row[measured]["measured"], expected, row["title"]]
+        lines.append(_line(cells, columns))
+    return "\n".join(lines)
+
+
+def _line(cells: Sequence[str], columns: Sequence[tuple[str, int]]) -> str:
+    """One line of the table: each cell shortened to its column's width and padded."""
+    widths = [width for _, width in columns]
+    parts = [claims.short(str(c), w).ljust(w) for c, w in zip(cells, widths, strict=True)]
+    return "  ".join(parts).rstrip()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

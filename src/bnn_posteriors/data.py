@@ -1,0 +1,335 @@
+"""Registry, verified loading, splitting and standardisation of the book's data sets.
+
+The files are the authors' copies ([SAP] App. D), byte-identical to the pinned commits named in
+the ``PROVENANCE.md`` files of the book's shared data folder; every file is checked by sha256
+before it is used. Where a file is looked for (in this order):
+
+1. ``$BNN_POSTERIORS_DATA/<subdir>/<filename>``: a folder laid out like the book's shared data;
+2. the user cache ``$XDG_CACHE_HOME/bnn_posteriors/<subdir>/<filename>`` (default ``~/.cache``);
+3. a download from the pinned raw GitHub URL into that cache (verified, then renamed atomically).
+
+The download host can be replaced (tests, mirrors): ``dataset_path(name, base_url=...)`` or the
+environment variable ``BNN_POSTERIORS_DATA_URL``. Its value replaces ``https://raw.githubusercontent.com``
+and the rest of the path is kept, i.e. the file is fetched from
+``<base_url>/<owner>/<repo>/<commit>/data/<filename>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import os
+import tempfile
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import jax
+import numpy as np
+
+ENV_DATA = "BNN_POSTERIORS_DATA"
+ENV_URL = "BNN_POSTERIORS_DATA_URL"
+RAW_HOST = "https://raw.githubusercontent.com"
+DOWNLOAD_TIMEOUT_S = 30.0
+_SAP = (
+    f"{RAW_HOST}/EmanuelSommer/sampled-approx-posteriors/083ce1e72b76ab3c849587621dec9f63f46d314a"
+)
+_MILE = f"{RAW_HOST}/EmanuelSommer/MILE/2c6dd8d170d991c5c2884153aa8a1e26297cbaca"
+
+
+class DataNotFoundError(FileNotFoundError):
+    """No verified copy of a data file was found locally and the download failed."""
+
+
+class DataIntegrityError(ValueError):
+    """A data file's sha256 differs from the registered one."""
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """One registered data file (values from the shared data's PROVENANCE.md)."""
+
+    name: str
+    subdir: str
+    filename: str
+    n_rows: int
+    n_cols: int  # features + target (the target is the last column)
+    sha256: str
+    url: str
+    task: str  # "regression" or "classification"
+
+
+def _entry(name, subdir, n_rows, n_cols, sha256, repo, task="regression"):
+    return DatasetInfo(
+        name, subdir, f"{name}.data", n_rows, n_cols, sha256, f"{repo}/data/{name}.data", task
+    )
+
+
+DATASETS: dict[str, DatasetInfo] = {
+    d.name: d
+    for d in (
+        _entry("airfoil", "uci", 1503, 6,
+               "3c5a45dcbb5f7cece50cb0163076b35421d80677cd0e773cfeddc5e5c38ed499", _SAP),
+        _entry("bikesharing", "uci", 17379, 13,
+               "48d3828986f1b06610a1a92441ddd58b3132a60d179a66611e43cde811036889", _SAP),
+        _entry("concrete", "uci", 1030, 9,
+               "3af4f47d2f36c0e26a6d5ca423252e8ba36e82e0886c75c61e67185c2475a7af", _SAP),
+        _entry("energy", "uci", 768, 9,
+               "2b67b85eb98de29bba675b95a2cfaf177bcf518500477bae5981c7a834a30acf", _SAP),
+        _entry("yacht", "uci", 308, 7,
+               "547880ac1116f554480d94e856d9230537b52d5907816ff12e52bb67f963d2ed", _MILE),
+        _entry("ionosphere", "uci", 351, 34,
+               "08038e4eadbe69f7eb4c1682062bf1a46af2525b15b81a08ee4b69fc48da4502", _MILE,
+               task="classification"),
+        _entry("synthetic_regression_1x", "synthetic", 1000, 2,
+               "d1bc645fc80b8ba086c6dd3fe388cf8244d80dca791a261c8af11a42d5fd6337", _SAP),
+    )
+}  # fmt: skip
+
+
+def dataset_names() -> tuple[str, ...]:
+    """Names of the registered data sets, in registry order."""
+    return tuple(DATASETS)
+
+
+def dataset_info(name: str) -> DatasetInfo:
+    """Registry entry of ``name``; unknown names raise ``ValueError`` listing the known ones."""
+    try:
+        return DATASETS[name]
+    except (KeyError, TypeError):
+        known = ", ".join(DATASETS)
+        raise ValueError(f"unknown data set {name!r}; known data sets: {known}") from None
+
+
+def cache_dir() -> Path:
+    """The user cache folder ``$XDG_CACHE_HOME/bnn_posteriors`` (default ``~/.cache/...``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "bnn_posteriors"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _verify(path: Path, info: DatasetInfo) -> Path:
+    found = _sha256(path)
+    if found != info.sha256:
+        raise DataIntegrityError(
+            f"{path} is not the verified {info.filename}: sha256 expected {info.sha256}, "
+            f"found {found}. Replace it with the file from {info.url} (or delete it)."
+        )
+    return path
+
+
+def _download(url: str, dest: Path, info: DatasetInfo) -> None:
+    """Fetch ``url`` to a temp file next to ``dest``, verify it, rename it atomically."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{info.filename}.", suffix=".part", dir=dest.parent)
+    try:
+        digest = hashlib.sha256()
+        with (
+            os.fdopen(fd, "wb") as out,
+            urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as r,
+        ):
+            while chunk := r.read(1 << 16):
+                digest.update(chunk)
+                out.write(chunk)
+        if digest.hexdigest() != info.sha256:
+            raise DataIntegrityError(
+                f"downloaded {info.filename} from {url} failed verification: sha256 expected "
+                f"{info.sha256}, found {digest.hexdigest()}; the file was deleted, nothing cached."
+            )
+        os.replace(tmp, dest)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def dataset_path(name: str, base_url: str | None = None) -> Path:
+    """Path of the verified file of data set ``name`` (see the module docstring for the order).
+
+    ``base_url`` (else ``$BNN_POSTERIORS_DATA_URL``) replaces ``https://raw.githubusercontent.com``
+    in the registered URL. Raises ``DataIntegrityError`` (a ``ValueError``) for a file whose sha256
+    differs and ``DataNotFoundError`` (a ``FileNotFoundError``) if no source has the file.
+    """
+    info = dataset_info(name)
+    rel = Path(info.subdir, info.filename)
+    root = os.environ.get(ENV_DATA)
+    if root:
+        local = Path(root).expanduser() / rel
+        if local.is_file():
+            return _verify(local, info)
+        place1 = f"{local} (no such file)"
+    else:
+        place1 = f"{ENV_DATA} not set"
+    cached = cache_dir() / rel
+    if cached.is_file():
+        return _verify(cached, info)
+    base = base_url or os.environ.get(ENV_URL) or RAW_HOST
+    url = base.rstrip("/") + info.url.removeprefix(RAW_HOST)
+    try:
+        _download(url, cached, info)
+    except DataIntegrityError:
+        raise
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        raise DataNotFoundError(
+            f"data file {info.filename} (data set {name!r}) not found. Looked in:\n"
+            f"  1. ${ENV_DATA}: {place1}\n"
+            f"  2. user cache: {cached} (no such file)\n"
+            f"  3. download from {url}: failed ({exc})\n"
+            f"To fix: set {ENV_DATA} to a folder with the same layout as the book's shared data "
+            f"(containing {rel}), or put the file at {cached} (sha256 {info.sha256})."
+        ) from exc
+    return cached
+
+
+def check_xy(x, y, *, name: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a data set and return it as NumPy arrays.
+
+    Shapes: x (n, d) or (n,), y (n,), n >= 1; all values numeric and finite.
+    ``name`` only prefixes the error messages.
+    """
+    x, y = np.asarray(x), np.asarray(y)
+    pre = f"{name}: " if name else ""
+    if x.ndim not in (1, 2):
+        raise ValueError(f"{pre}x must have shape (n,) or (n, d), got shape {x.shape}")
+    if y.ndim != 1:
+        raise ValueError(f"{pre}y must have shape (n,), got shape {y.shape}")
+    if x.shape[0] != y.shape[0]:
+        raise ValueError(f"{pre}x has {x.shape[0]} rows but y has {y.shape[0]}")
+    if y.shape[0] == 0:
+        raise ValueError(f"{pre}x and y have no rows")
+    for label, a in (("x", x), ("y", y)):
+        if a.dtype == np.bool_ or np.issubdtype(a.dtype, np.integer):
+            continue
+        if not np.issubdtype(a.dtype, np.inexact):
+            raise ValueError(f"{pre}{label} must be numeric, got dtype {a.dtype}")
+        n_nan, n_inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
+        if n_nan:
+            raise ValueError(f"{pre}{label} contains {n_nan} NaN values")
+        if n_inf:
+            raise ValueError(f"{pre}{label} contains {n_inf} infinite values")
+    return x, y
+
+
+def load_dataset(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Load a registered data set as the authors do ([SAP] App. D; ``np.genfromtxt``).
+
+    Returns x of shape (n, d) float64 (all but the last column) and y of shape (n,) float64
+    (the last column). Raises ``ValueError`` if the table is not (n_rows, n_cols) or not finite.
+    """
+    info = dataset_info(name)
+    path = dataset_path(name)
+    data = np.genfromtxt(path, delimiter=" ", dtype=np.float64)
+    if data.shape != (info.n_rows, info.n_cols):
+        raise ValueError(
+            f"{name}: {path} parsed to shape {data.shape}, expected {(info.n_rows, info.n_cols)}"
+        )
+    n_bad = int((~np.isfinite(data)).sum())
+    if n_bad:
+        raise ValueError(f"{name}: {path} has {n_bad} NaN/inf entries after parsing")
+    return check_xy(data[:, :-1], data[:, -1], name=name)
+
+
+def _permutation(n: int, seed: int) -> np.ndarray:
+    return np.asarray(jax.random.permutation(jax.random.PRNGKey(seed), n), dtype=np.intp)
+
+
+def _cut(order: np.ndarray, fractions) -> dict[str, np.ndarray]:
+    fr = tuple(float(f) for f in fractions)
+    if len(fr) != 3 or not all(np.isfinite(f) and f > 0 for f in fr) or abs(sum(fr) - 1) > 1e-6:
+        raise ValueError(f"fractions must be 3 positive numbers summing to 1, got {fractions!r}")
+    n = len(order)
+    i_t, i_v = int(n * fr[0]), int(n * (fr[0] + fr[1]))
+    parts = {"train": order[:i_t], "val": order[i_t:i_v], "test": order[i_v:]}
+    if any(len(p) == 0 for p in parts.values()):
+        sizes = {k: len(p) for k, p in parts.items()}
+        raise ValueError(f"n={n} is too small for fractions {fr}: split sizes {sizes}")
+    return parts
+
+
+def _check_int(value, label: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{label} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def split_indices(n: int, seed: int, fractions=(0.7, 0.1, 0.2)) -> dict[str, np.ndarray]:
+    """Shuffled train/val/test row indices of a table with ``n`` rows.
+
+    Returns ``{"train": (n_train,), "val": (n_val,), "test": (n_test,)}`` int arrays, disjoint,
+    whose union is ``range(n)``. Row order: ``jax.random.permutation(jax.random.PRNGKey(seed), n)``.
+    Cut points as in the authors' loader: ``n_train = int(n * f_train)``,
+    ``n_train + n_val = int(n * (f_train + f_val))`` (e.g. n=308 gives 215/31/62), test the rest.
+    """
+    n = _check_int(n, "n", 1)
+    seed = _check_int(seed, "seed", 0)
+    return _cut(_permutation(n, seed), fractions)
+
+
+@dataclass(frozen=True, eq=False)
+class Split:
+    """A standardised train/val/test split: ``x_* (n_*, d)``, ``y_* (n_*,)``, stats ``(d,)``/scalar.
+
+    Original units: ``x = x_std * x_ + x_mean``, ``y = y_std * y_ + y_mean``. ``indices`` holds the
+    rows of the file in each part.
+    """
+
+    name: str
+    convention: str
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_val: np.ndarray
+    y_val: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    x_mean: np.ndarray
+    x_std: np.ndarray
+    y_mean: float
+    y_std: float
+    indices: dict[str, np.ndarray]
+
+
+def _stats(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mean, std = a.mean(axis=0), a.std(axis=0)  # population std (ddof=0) like the authors
+    return mean, np.where(std > 0, std, 1.0)  # constant columns: std 1, no NaN
+
+
+def load_split(
+    name: str,
+    seed: int,
+    convention: str = "full",
+    n_max: int | None = None,
+    fractions=(0.7, 0.1, 0.2),
+) -> Split:
+    """Load data set ``name``, shuffle it with ``seed``, split it and standardise x and y.
+
+    Rows are shuffled as in ``split_indices``; ``n_max`` (the authors' ``datapoint_limit``) keeps
+    the first ``n_max`` SHUFFLED rows (all rows if ``n_max >= n``) and the split is cut from those.
+    ``convention="full"`` (default, the authors' convention, [SAP] App. D; the book reproduces
+    their numbers): mean and population std (ddof=0) of all rows in use, i.e. the whole file (or
+    the ``n_max`` subsample, as in their loader), before splitting; this leaks test statistics.
+    ``convention="train"``: statistics of the training rows only. Columns with std 0 get std 1.
+    For classification data y is left as the class labels (``y_mean=0``, ``y_std=1``).
+    """
+    if convention not in ("full", "train"):
+        raise ValueError(f"convention must be 'full' or 'train', got {convention!r}")
+    x, y = load_dataset(name)
+    order = _permutation(len(y), _check_int(seed, "seed", 0))
+    if n_max is not None:
+        order = order[: _check_int(n_max, "n_max", 1)]
+    idx = _cut(order, fractions)
+    rows = order if convention == "full" else idx["train"]
+    x_mean, x_std = _stats(x[rows])
+    y_mean, y_std = _stats(y[rows])
+    if dataset_info(name).task == "classification":
+        y_mean, y_std = np.float64(0.0), np.float64(1.0)
+    xs, ys = (x - x_mean) / x_std, (y - y_mean) / y_std
+    parts = {f"{v}_{k}": a[i] for k, i in idx.items() for v, a in (("x", xs), ("y", ys))}
+    return Split(
+        name, convention, **parts, x_mean=x_mean, x_std=x_std, y_mean=float(y_mean),
+        y_std=float(y_std), indices=idx,
+    )  # fmt: skip

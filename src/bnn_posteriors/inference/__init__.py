@@ -1,0 +1,1 @@
+"""Inference methods: NUTS (``mcmc``) and mean-field variational inference (``vi``)."""

@@ -1,0 +1,167 @@
+"""NUTS with several chains on the log joint of a NumPyro model.
+
+Two backends run the same model: BlackJAX (``nuts``, the default: Stan-style
+window adaptation then NUTS, chains vectorised with ``jax.vmap``, loops in
+``jax.lax.scan``) and NumPyro's own ``MCMC(NUTS)`` (``nuts_numpyro``).
+``benchmarks/nuts_backends.py`` measures both on the book's models; BlackJAX was
+the faster one there (see the README).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import blackjax
+import jax
+import jax.numpy as jnp
+from numpyro.infer import MCMC, NUTS
+from numpyro.infer.util import constrain_fn, initialize_model, potential_energy
+
+
+def _check_budget(num_chains, num_warmup, num_samples):
+    for name, v in (("num_chains", num_chains), ("num_warmup", num_warmup)):
+        if not (isinstance(v, int) and v >= (1 if name == "num_chains" else 0)):
+            raise ValueError(f"{name} must be a non-negative integer (chains ≥ 1), got {v!r}")
+    if not (isinstance(num_samples, int) and num_samples >= 1):
+        raise ValueError(f"num_samples must be a positive integer, got {num_samples!r}")
+
+
+def log_joint_fn(rng_key, model, model_kwargs: dict):
+    """The log joint of ``model`` on its unconstrained space.
+
+    Returns ``(logdensity, init_position, postprocess)``: ``logdensity(position)``
+    is log p(y, θ) (+ log-Jacobian), ``init_position`` NumPyro's default start
+    (uniform in [-2, 2] on the unconstrained space; a dict), ``postprocess`` maps unconstrained
+    positions to constrained values and deterministic sites.
+    """
+    info, potential_fn, postprocess_fn, _ = initialize_model(
+        rng_key, model, model_kwargs=model_kwargs, dynamic_args=False
+    )
+    return (lambda position: -potential_fn(position)), info.z, postprocess_fn
+
+
+def split_kwargs(model_kwargs: dict) -> tuple[dict, tuple]:
+    """Split model kwargs into array data (traced) and hashable settings (static)."""
+    arrays = {k: jnp.asarray(v) for k, v in model_kwargs.items() if _is_array(v)}
+    static = tuple(sorted((k, v) for k, v in model_kwargs.items() if not _is_array(v)))
+    return arrays, static
+
+
+def _is_array(v) -> bool:
+    return hasattr(v, "shape") and hasattr(v, "dtype")
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_nuts(model, static: tuple, num_warmup: int, num_samples: int, target: float):
+    """One jitted, chain-vectorised NUTS run per (model, settings, budget).
+
+    Data arrays are arguments, not constants, so new data of the same shape and
+    new keys reuse the compiled program.
+    """
+
+    def one_chain(key_w, key_s, position, arrays):
+        kwargs = {**dict(static), **arrays}
+
+        def logdensity(z):
+            return -potential_energy(model, (), kwargs, z)
+
+        adapt = blackjax.window_adaptation(blackjax.nuts, logdensity, target_acceptance_rate=target)
+        (state, params), _ = adapt.run(key_w, position, num_steps=num_warmup)
+        kernel = blackjax.nuts(logdensity, **params).step
+
+        def step(state, key):
+            state, info = kernel(key, state)
+            return state, (state.position, info)
+
+        _, (positions, info) = jax.lax.scan(step, state, jax.random.split(key_s, num_samples))
+        samples = jax.vmap(lambda z: constrain_fn(model, (), kwargs, z, return_deterministic=True))(
+            positions
+        )
+        stats = {
+            "step_size": params["step_size"],
+            "acceptance_rate": info.acceptance_rate,
+            "num_steps": info.num_integration_steps,
+            "diverging": info.is_divergent,
+        }
+        return samples, stats
+
+    return jax.jit(jax.vmap(one_chain, in_axes=(0, 0, 0, None)))
+
+
+def nuts(
+    rng_key,
+    model,
+    model_kwargs: dict,
+    *,
+    num_chains: int = 4,
+    num_warmup: int = 1000,
+    num_samples: int = 1000,
+    init_positions: dict | None = None,
+    target_acceptance_rate: float = 0.8,
+):
+    """NUTS by BlackJAX with per-chain window adaptation, chains in ``vmap``.
+
+    ``model_kwargs``: arrays (data) are traced, everything else (depth, scales) is
+    static and must be hashable. ``init_positions``: optional dict of
+    unconstrained arrays with a leading chain axis (warm starts); default:
+    NumPyro's uniform start, one key per chain.
+    Returns ``(samples, stats)``: ``samples`` maps every sample site (observed
+    ones excluded) and deterministic site to an array (num_chains, num_samples,
+    ...); ``stats`` holds per-chain ``step_size`` (chains,) and
+    ``acceptance_rate``, ``num_steps``, ``diverging`` (chains, samples).
+    """
+    _check_budget(num_chains, num_warmup, num_samples)
+    key_init, key_warm, key_sample = jax.random.split(rng_key, 3)
+    if init_positions is None:
+        init_positions = jax.vmap(lambda k: log_joint_fn(k, model, model_kwargs)[1])(
+            jax.random.split(key_init, num_chains)
+        )
+    lead = {k: v.shape[0] for k, v in init_positions.items()}
+    if set(lead.values()) != {num_chains}:
+        raise ValueError(f"init_positions need a leading axis of {num_chains} chains, got {lead}")
+    arrays, static = split_kwargs(model_kwargs)
+    run = _compiled_nuts(model, static, num_warmup, num_samples, float(target_acceptance_rate))
+    return run(
+        jax.random.split(key_warm, num_chains),
+        jax.random.split(key_sample, num_chains),
+        init_positions,
+        arrays,
+    )
+
+
+def nuts_numpyro(
+    rng_key,
+    model,
+    model_kwargs: dict,
+    *,
+    num_chains: int = 4,
+    num_warmup: int = 1000,
+    num_samples: int = 1000,
+    progress_bar: bool = False,
+):
+    """NUTS by NumPyro's ``MCMC`` (vectorised chains); same output layout as :func:`nuts`."""
+    _check_budget(num_chains, num_warmup, num_samples)
+    mcmc = MCMC(
+        NUTS(model),
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        num_chains=num_chains,
+        chain_method="vectorized",
+        progress_bar=progress_bar,
+    )
+    mcmc.run(rng_key, **model_kwargs, extra_fields=("accept_prob", "num_steps", "diverging"))
+    extra = mcmc.get_extra_fields(group_by_chain=True)
+    stats = {
+        "acceptance_rate": extra["accept_prob"],
+        "num_steps": extra["num_steps"],
+        "diverging": extra["diverging"],
+    }
+    return mcmc.get_samples(group_by_chain=True), stats
+
+
+def to_arviz(samples: dict, var_names=None):
+    """ArviZ ``InferenceData`` of samples shaped (chain, draw, ...)."""
+    import arviz as az
+
+    names = var_names or list(samples)
+    return az.from_dict(posterior={k: jnp.asarray(samples[k]) for k in names})

@@ -1,0 +1,94 @@
+"""NumPyro models. One definition per model family, used by every inference method.
+
+NUTS and MFVI both consume these functions: NUTS through their log joint
+(:func:`numpyro.infer.util.initialize_model`), MFVI through NumPyro SVI.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpyro
+import numpyro.distributions as dist
+
+from . import nets
+
+
+def positive(name: str, value: float) -> float:
+    """Validate that a scale parameter is a finite positive number (traced values pass)."""
+    if isinstance(value, jax.core.Tracer):
+        return value
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive number, got {value}")
+    return value
+
+
+def narrow_network(
+    x, y=None, *, depth, sigma: float = 1.0, tau: float = 1.0, max_depth: int | None = None
+):
+    """Narrow Bayesian network of [SAP] §2.1, eq. (24).
+
+    w_l ~ N(0, τ²) for l = 1..L, β = ∏_l w_l, y_i ~ N(β x_i, σ²).
+    ``x``: (n,), ``y``: (n,) or None. Sample sites ``w`` (L,), ``beta`` (deterministic), ``y``.
+
+    With ``max_depth`` the site ``w`` has ``max_depth`` entries and only the first
+    ``depth`` enter the product; the others keep their prior and never touch the
+    data. Depth may then be an array, so one compiled sampler serves all depths.
+    """
+    sigma, tau = positive("sigma", sigma), positive("tau", tau)
+    if max_depth is None:
+        if not (isinstance(depth, int) and depth >= 1):
+            raise ValueError(f"depth must be a positive integer, got {depth!r}")
+        size, active = depth, None
+    else:
+        if not (isinstance(max_depth, int) and max_depth >= 1):
+            raise ValueError(f"max_depth must be a positive integer, got {max_depth!r}")
+        if not isinstance(depth, jax.core.Tracer) and not 1 <= int(depth) <= max_depth:
+            raise ValueError(f"depth must lie in 1..max_depth={max_depth}, got {depth}")
+        size, active = max_depth, jnp.arange(max_depth) < depth
+    w = numpyro.sample("w", dist.Normal(0.0, tau).expand([size]).to_event(1))
+    beta = numpyro.deterministic(
+        "beta", jnp.prod(w if active is None else jnp.where(active, w, 1.0))
+    )
+    numpyro.sample("y", dist.Normal(beta * x, sigma).to_event(1), obs=y)
+
+
+def mlp_regression(
+    x,
+    y=None,
+    *,
+    widths: Sequence[int],
+    activation: str = "relu",
+    prior_scale: float = 1.0,
+    noise: float | None = None,
+    output_scale: float = 1.0,
+):
+    """Bayesian MLP for mean regression ([SAP] §5, App. D).
+
+    Every weight and bias ~ N(0, prior_scale²); y_i ~ N(f(x_i), σ²) with σ fixed to
+    ``noise`` or, if ``noise`` is None, log σ ~ N(0, 1) sampled (site ``log_sigma``).
+    ``x``: (n, d_in), ``y``: (n,). ``widths`` = (d_in, hidden..., 1).
+    """
+    widths = nets.check_widths(widths)
+    if widths[-1] != 1:
+        raise ValueError(f"mean regression needs one output, got widths {widths}")
+    prior_scale = positive("prior_scale", prior_scale)
+    params = []
+    for i, (d_in, d_out) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
+        W = numpyro.sample(f"W{i}", dist.Normal(0.0, prior_scale).expand([d_in, d_out]).to_event(2))
+        b = numpyro.sample(f"b{i}", dist.Normal(0.0, prior_scale).expand([d_out]).to_event(1))
+        params.append({"W": W, "b": b})
+    if noise is None:
+        sigma = jnp.exp(numpyro.sample("log_sigma", dist.Normal(0.0, 1.0)))
+    else:
+        sigma = positive("noise", noise)
+    mean = nets.mlp_apply(params, x, activation, output_scale)[..., 0]
+    numpyro.deterministic("mean", mean)
+    numpyro.sample("y", dist.Normal(mean, sigma).to_event(1), obs=y)

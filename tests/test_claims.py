@@ -1,0 +1,283 @@
+"""Tests of bnn_posteriors.claims: rules, records, locking, scorecard, catalogue."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bnn_posteriors import claims
+
+RECORD_FIELDS = {
+    "id",
+    "chapter",
+    "profile",
+    "seed",
+    "value",
+    "expect",
+    "rule",
+    "tol",
+    "reproduced",
+    "status",
+    "locked",
+    "message",
+    "note",
+    "time",
+    "git_commit",
+    "host",
+    "versions",
+}
+
+
+@pytest.fixture(autouse=True)
+def claims_dir(tmp_path, monkeypatch):
+    """Every test writes its records under tmp_path, in the quick profile."""
+    directory = tmp_path / "claims"
+    monkeypatch.setenv("BNN_CLAIMS_DIR", str(directory))
+    monkeypatch.setenv("BNN_PROFILE", "quick")
+    monkeypatch.delenv("BNN_SEED", raising=False)
+    return directory
+
+
+def lock(monkeypatch, claim_id: str, status: str) -> None:
+    """Make the catalogue lock ``claim_id`` at ``status``."""
+    original = claims.catalogue()
+
+    def patched():
+        return [{**c, "locked": status} if c["id"] == claim_id else c for c in original]
+
+    monkeypatch.setattr(claims, "catalogue", patched)
+
+
+# (rule, value, expect, keywords) that hold, and the same rule on inputs where it fails.
+PASSING = [
+    ("approx", 0.7771, 0.777, {"tol": 1e-3}),
+    ("approx", 101.0, 100.0, {"rtol": 0.02}),
+    ("approx", [1.0, 2.0], [1.0, 2.0005], {"tol": 1e-3}),
+    ("approx", np.array([1.0, 2.0]), 1.5, {"tol": 0.5}),
+    ("greater", 0.6, 0.5, {}),
+    ("greater", [2.0, 3.0], [1.0, 2.0], {}),
+    ("less", 0.01, 0.05, {}),
+    ("non-increasing", [3.0, 2.0, 2.0, 1.0], None, {}),
+    ("non-decreasing", [1, 1, 2], None, {}),
+    ("increasing", [0.1, 0.2, 0.3], None, {}),
+    ("decreasing", np.array([3.0, 2.0, 1.0]), None, {}),
+    ("true", True, None, {}),
+    ("true", np.array([True, True]), None, {}),
+]
+FAILING = [
+    ("approx", 0.79, 0.777, {"tol": 1e-3}),
+    ("approx", 103.0, 100.0, {"rtol": 0.02}),
+    ("approx", [1.0, 2.0], [1.0, 2.1], {"tol": 1e-3}),
+    ("approx", np.array([1.0, 2.0]), 1.5, {"tol": 0.4}),
+    ("greater", 0.5, 0.5, {}),
+    ("greater", [2.0, 1.0], [1.0, 2.0], {}),
+    ("less", 0.05, 0.05, {}),
+    ("non-increasing", [3.0, 2.0, 2.5], None, {}),
+    ("non-decreasing", [1, 0, 2], None, {}),
+    ("increasing", [0.1, 0.2, 0.2], None, {}),
+    ("decreasing", np.array([3.0, 3.0, 1.0]), None, {}),
+    ("true", False, None, {}),
+    ("true", np.array([True, False]), None, {}),
+]
+
+
+@pytest.mark.parametrize(("rule", "value", "expect", "kw"), PASSING)
+def test_rule_passes(rule, value, expect, kw):
+    record = claims.check("C1.1", value, expect=expect, rule=rule, **kw)
+    assert record["reproduced"] is True
+    assert record["status"] == "reproduced"
+
+
+@pytest.mark.parametrize(("rule", "value", "expect", "kw"), FAILING)
+def test_rule_fails(rule, value, expect, kw, monkeypatch):
+    lock(monkeypatch, "C1.1", "not reproduced")
+    record = claims.check("C1.1", value, expect=expect, rule=rule, **kw)
+    assert record["reproduced"] is False
+    assert record["status"] == "not reproduced"
+    assert record["message"]
+
+
+def test_jax_values_are_checked_and_recorded_as_plain_python():
+    jnp = pytest.importorskip("jax.numpy")
+    record = claims.check("C1.1", jnp.array([1.0, 2.0]), expect=jnp.array([1.0, 2.0]), tol=1e-6)
+    assert record["reproduced"] is True
+    assert record["value"] == [1.0, 2.0]
+    assert json.loads(json.dumps(record)) == record
+
+
+def test_floats_are_rounded_in_the_record():
+    record = claims.check("C1.1", 1 / 3, expect=1 / 3, tol=1e-9)
+    assert record["value"] == 0.333333
+    assert record["reproduced"] is True  # the check itself uses full precision
+
+
+def test_nan_does_not_reproduce(monkeypatch):
+    lock(monkeypatch, "C1.1", "not reproduced")
+    record = claims.check("C1.1", float("nan"), expect=1.0, tol=1.0)
+    assert record["status"] == "not reproduced"
+    assert "NaN" in record["message"]
+    assert record["value"] == "NaN"
+    record = claims.check("C1.1", [1.0, np.nan], rule="non-increasing")
+    assert record["status"] == "not reproduced" and "NaN" in record["message"]
+
+
+def test_violated_claim_raises_and_records(claims_dir):
+    with pytest.raises(claims.ClaimError) as raised:
+        claims.check("C1.4", 1.2, expect=1.0, tol=0.05)
+    assert isinstance(raised.value, AssertionError)
+    text = str(raised.value)
+    for part in ("C1.4", "AM-GM in the MFVI KL", "1.2", "not reproduced", "claims.toml"):
+        assert part in text
+    assert "explained in the chapter" in text
+    (line,) = (claims_dir / "quick" / "01.jsonl").read_text().splitlines()
+    assert json.loads(line)["status"] == "not reproduced"
+
+
+def test_locked_not_reproduced(monkeypatch):
+    lock(monkeypatch, "C1.5", "not reproduced")
+    record = claims.check("C1.5", [1.0, 2.0], rule="non-increasing")
+    assert record["status"] == "not reproduced"
+    assert record["locked"] == "not reproduced"
+    with pytest.raises(claims.ClaimError, match="locks 'not reproduced'"):
+        claims.check("C1.5", [2.0, 1.0], rule="non-increasing")
+
+
+@pytest.mark.parametrize(
+    ("args", "kw", "match"),
+    [
+        (("C9.9", 1.0), {"expect": 1.0, "tol": 0.1}, "unknown claim id"),
+        (("C1.1", 1.0), {"expect": 1.0, "rule": "roughly"}, "non-increasing"),
+        (("C1.1", 1.0), {"expect": 1.0}, "tol"),
+        (("C1.1", 1.0), {"tol": 0.1}, "expect"),
+        (("C1.1", 1.0), {"rule": "greater"}, "expect"),
+        (("C1.1", [1.0, 2.0]), {"rule": "increasing", "tol": 0.1}, "approx"),
+        (("C1.1", [1.0]), {"rule": "increasing"}, "≥ 2"),
+        (("C1.1", 1.0), {"expect": 1.0, "tol": -1.0}, "tol"),
+        (("C1.1", [1.0, 2.0]), {"expect": [1.0, 2.0, 3.0], "tol": 0.1}, "shape"),
+    ],
+)
+def test_invalid_calls_raise_value_error(args, kw, match, claims_dir):
+    with pytest.raises(ValueError, match=match):
+        claims.check(*args, **kw)
+    assert not claims_dir.exists()  # nothing recorded for a wrong call
+
+
+def test_rule_true_needs_bools():
+    with pytest.raises(TypeError, match="bool"):
+        claims.check("C1.1", 1.0, rule="true")
+
+
+def test_record_fields_and_path(claims_dir):
+    record = claims.check("C1.4", 0.5, expect=0.5, tol=0.01, note="n = 20", seed=7)
+    assert RECORD_FIELDS <= set(record)
+    assert record["id"] == "C1.4" and record["chapter"] == 1 and record["profile"] == "quick"
+    assert record["seed"] == 7 and record["note"] == "n = 20" and record["locked"] == "reproduced"
+    assert set(record["versions"]) == {"jax", "numpyro", "blackjax", "python"}
+    assert record["time"].endswith("+00:00")
+    path = claims_dir / "quick" / "01.jsonl"
+    assert json.loads(path.read_text()) == record
+    assert claims.record_path("C3.4", "full", claims_dir) == claims_dir / "full" / "03.jsonl"
+
+
+def test_seed_from_environment(monkeypatch):
+    monkeypatch.setenv("BNN_SEED", "11")
+    assert claims.check("C1.1", True, rule="true")["seed"] == 11
+
+
+def test_profile_from_environment(monkeypatch, claims_dir):
+    monkeypatch.setenv("BNN_PROFILE", "full")
+    claims.check("C2.1", True, rule="true")
+    assert (claims_dir / "full" / "02.jsonl").is_file()
+
+
+def test_load_records_reads_every_folder(tmp_path, claims_dir):
+    claims.check("C1.1", True, rule="true")
+    committed = tmp_path / "results"
+    claims.append_record({**claims.check("C2.1", True, rule="true"), "profile": "full"}, committed)
+    records = claims.load_records([claims_dir, committed, claims_dir])
+    assert sorted((r["id"], r["profile"]) for r in records) == [
+        ("C1.1", "quick"),
+        ("C2.1", "full"),
+        ("C2.1", "quick"),
+    ]
+
+
+def test_malformed_line_names_file_and_line(claims_dir):
+    claims.check("C1.1", True, rule="true")
+    path = claims_dir / "quick" / "01.jsonl"
+    path.write_text(path.read_text() + "{not json\n")
+    with pytest.raises(ValueError, match=r"01\.jsonl:2"):
+        claims.load_records([claims_dir])
+
+
+def record(claim_id: str, profile: str, status: str, time: str, value=1.0) -> dict:
+    return {
+        "id": claim_id,
+        "profile": profile,
+        "status": status,
+        "time": time,
+        "value": value,
+        "expect": 1.0,
+        "rule": "approx",
+        "tol": 0.1,
+    }
+
+
+def test_scorecard_latest_status_and_not_yet_run():
+    records = [
+        record("C1.2", "quick", "not reproduced", "2025-01-02T00:00:00+00:00", 5.0),
+        record("C1.2", "quick", "reproduced", "2025-01-03T00:00:00+00:00", 1.01),
+        record("C1.2", "quick", "not reproduced", "2025-01-01T00:00:00+00:00", 7.0),
+        record("C1.2", "full", "not reproduced", "2025-01-01T00:00:00+00:00"),
+        record("C9.9", "quick", "reproduced", "2025-01-01T00:00:00+00:00"),
+    ]
+    rows = claims.scorecard(records)
+    assert [row["id"] for row in rows] == [c["id"] for c in claims.catalogue()]
+    row = next(row for row in rows if row["id"] == "C1.2")
+    assert row["quick"]["status"] == "reproduced"
+    assert row["quick"]["measured"] == "1.01"
+    assert row["quick"]["expected"] == "≈ 1 ± 0.1"
+    assert row["full"]["status"] == "not reproduced"
+    other = next(row for row in rows if row["id"] == "C1.1")
+    assert other["quick"]["status"] == other["full"]["status"] == "not yet run"
+    counts = claims.summary(rows)
+    assert counts["quick"] == {"reproduced": 1, "not reproduced": 0, "not yet run": 46}
+    assert counts["full"]["not reproduced"] == 1
+    assert "quick: 1 reproduced" in claims.summary_text(counts)
+
+
+def test_scorecard_markdown_has_a_row_per_claim():
+    long_value = list(range(100))
+    records = [record("C1.2", "quick", "reproduced", "2025-01-03T00:00:00+00:00", long_value)]
+    text = claims.scorecard_markdown(claims.scorecard(records))
+    lines = text.strip().splitlines()
+    assert lines[0].startswith("| Claim | What | Source | quick | full |")
+    body = lines[2:]
+    assert len(body) == len(claims.catalogue())
+    for line, claim in zip(body, claims.catalogue(), strict=True):
+        assert line.startswith(f"| {claim['id']} |")
+        assert line.count(" | ") == 6
+    row = next(line for line in body if line.startswith("| C1.2 |"))
+    assert "✅ reproduced" in row and "[0, 1, 2, …]" in row
+    assert max(len(line) for line in body) < 250
+
+
+def test_catalogue_is_ordered_and_complete():
+    catalogue = claims.catalogue()
+    ids = [c["id"] for c in catalogue]
+    assert len(ids) == len(set(ids)) == 47
+    assert ids[0] == "C1.1" and ids[-1] == "C8.3"
+    assert all(c["locked"] in claims.STATUSES for c in catalogue)
+    assert all(claims.chapter_of(c["id"]) == c["chapter"] for c in catalogue)
+
+
+def test_catalogue_matches_claims_md():
+    spec = Path(__file__).resolve().parents[2] / "shared" / "CLAIMS.md"
+    if not spec.is_file():
+        pytest.skip(f"{spec} not present")
+    expected = re.findall(r"\*\*(C\d+\.\d+) ", spec.read_text(encoding="utf-8"))
+    assert [c["id"] for c in claims.catalogue()] == expected

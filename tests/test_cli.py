@@ -1,0 +1,96 @@
+"""Tests of the bnn-posteriors command line (bnn_posteriors.cli)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bnn_posteriors import claims, cli
+
+CHAPTER = """\
+---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+# A tiny chapter
+
+```{code-cell} ipython3
+import os
+print(1 + 1, os.environ["BNN_PROFILE"], os.environ.get("BNN_SEED"))
+```
+"""
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    """Records go to tmp_path (no committed ones); profile and seed come from the arguments."""
+    monkeypatch.setenv("BNN_CLAIMS_DIR", str(tmp_path / "claims"))
+    monkeypatch.setattr(claims, "committed_claims_dir", lambda: None)
+    monkeypatch.delenv("BNN_PROFILE", raising=False)
+    monkeypatch.delenv("BNN_SEED", raising=False)
+
+
+def test_claims_prints_a_table(capsys):
+    claims.check("C1.1", True, rule="true")
+    assert cli.main(["claims"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["claim", "quick", "full"]
+    assert any(line.startswith("C1.1   reproduced") for line in lines)
+    assert any(line.startswith("C8.3 ") for line in lines)
+    assert "quick: 1 reproduced" in out
+    assert max(len(line) for line in lines) <= cli.WIDTH
+
+
+def test_claims_one_profile(capsys):
+    assert cli.main(["claims", "--profile", "full"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split()[:2] == ["claim", "full"]
+    assert "quick:" not in out and "full: 0 reproduced" in out
+
+
+def test_claims_unknown_profile(capsys):
+    assert cli.main(["claims", "--profile", "nope"]) == 2
+    assert "'nope'" in capsys.readouterr().err
+
+
+def test_run_missing_file(tmp_path, capsys):
+    assert cli.main(["run", str(tmp_path / "missing.md")]) == 2
+    assert "missing.md" in capsys.readouterr().err
+
+
+def test_run_unknown_profile(tmp_path, capsys):
+    chapter = tmp_path / "chapter.md"
+    chapter.write_text(CHAPTER)
+    assert cli.main(["run", str(chapter), "--profile", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "'nope'" in err and "quick" in err
+
+
+def test_run_executes_a_chapter(tmp_path, capsys):
+    chapter = tmp_path / "chapter.md"
+    chapter.write_text(CHAPTER)
+    out = tmp_path / "executed"
+    code = cli.main(["run", str(chapter), "--profile", "full", "--seed", "5", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    target = out / "full" / "chapter.ipynb"
+    assert str(target) in capsys.readouterr().out
+    notebook = json.loads(target.read_text())
+    (cell,) = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+    assert "".join(cell["outputs"][0]["text"]).strip() == "2 full 5"
+
+
+def test_run_failing_cell(tmp_path, capsys):
+    chapter = tmp_path / "broken.md"
+    chapter.write_text(CHAPTER.replace("print(1 + 1", "raise RuntimeError('boom'); print(1"))
+    assert cli.main(["run", str(chapter), "--out", str(tmp_path / "executed")]) == 1
+    assert "boom" in capsys.readouterr().err
+    assert (tmp_path / "executed" / "quick" / "broken.ipynb").is_file()
