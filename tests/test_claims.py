@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bnn_posteriors import claims
+from bnn_posteriors import claims, profiles
 
 RECORD_FIELDS = {
     "id",
@@ -188,6 +188,18 @@ def test_seed_from_environment(monkeypatch):
     assert claims.check("C1.1", True, rule="true")["seed"] == 11
 
 
+def test_seed_defaults_to_the_chapters_seed(monkeypatch):
+    monkeypatch.delenv("BNN_SEED", raising=False)
+    expected = profiles.chapter_seed("01_narrow_networks")
+    assert claims.check("C1.1", True, rule="true")["seed"] == expected
+
+
+def test_checks_of_one_run_share_a_run_id():
+    first = claims.check("C1.1", True, rule="true")
+    second = claims.check("C1.2", True, rule="true")
+    assert first["run"] == second["run"] == claims.RUN_ID
+
+
 def test_profile_from_environment(monkeypatch, claims_dir):
     monkeypatch.setenv("BNN_PROFILE", "full")
     claims.check("C2.1", True, rule="true")
@@ -248,6 +260,14 @@ def test_scorecard_latest_status_and_not_yet_run():
     assert counts["quick"] == {"reproduced": 1, "not reproduced": 0, "not yet run": 46}
     assert counts["full"]["not reproduced"] == 1
     assert "quick: 1 reproduced" in claims.summary_text(counts)
+
+
+def test_a_failed_check_of_the_latest_run_decides_the_status():
+    failed = {**record("C1.6", "quick", "not reproduced", "2025-01-02T00:00:00+00:00"), "run": "a"}
+    passed = {**record("C1.6", "quick", "reproduced", "2025-01-02T00:00:01+00:00"), "run": "a"}
+    assert claims.latest([failed, passed])[("C1.6", "quick")]["status"] == "not reproduced"
+    rerun = {**record("C1.6", "quick", "reproduced", "2025-01-03T00:00:00+00:00"), "run": "b"}
+    assert claims.latest([failed, passed, rerun])[("C1.6", "quick")]["status"] == "reproduced"
 
 
 def test_scorecard_markdown_has_a_row_per_claim():

@@ -52,6 +52,11 @@ _SIGNIFICANT = 6  # significant digits of the floats stored in a record
 _MARKS = {REPRODUCED: "✅ reproduced", NOT_REPRODUCED: "❌ not reproduced", NOT_YET_RUN: "—"}
 
 
+# One id per process: the checks of one execution of a chapter share it, so the
+# scorecard can judge a claim by all the checks of its latest run.
+RUN_ID = f"{platform.node()}-{os.getpid()}-{_dt.datetime.now(_dt.UTC):%Y%m%dT%H%M%S%f}"
+
+
 class ClaimError(AssertionError):
     """A claim's measured status differs from the status locked in ``claims.toml``."""
 
@@ -166,9 +171,13 @@ def _versions() -> dict[str, str | None]:
     return {**{name: version(name) for name in names}, "python": platform.python_version()}
 
 
-def _seed(seed: int | None) -> int | None:
+def _seed(seed: int | None, chapter: int) -> int | None:
+    """The seed given, else the chapter's seed from ``profiles`` (honours ``$BNN_SEED``)."""
     if seed is not None:
         return int(seed)
+    names = [name for name in profiles.chapters() if name.startswith(f"{chapter:02d}_")]
+    if names:
+        return profiles.chapter_seed(names[0])
     raw = os.environ.get("BNN_SEED", "").strip()
     return int(raw) if raw.isdigit() else None
 
@@ -334,7 +343,8 @@ def check(
         "id": claim_id,
         "chapter": int(claim["chapter"]),
         "profile": profiles.profile_name(),
-        "seed": _seed(seed),
+        "seed": _seed(seed, int(claim["chapter"])),
+        "run": RUN_ID,
         "value": to_json(value),
         "expect": to_json(expect),
         "rule": rule,
@@ -465,11 +475,23 @@ def expectation(record: dict, width: int = 200) -> str:
 
 
 def latest(records: Iterable[dict]) -> dict[tuple[str, str], dict]:
-    """The latest record (by ``time``; later in the input on ties) per (id, profile)."""
+    """The latest record (by ``time``; later in the input on ties) per (id, profile).
+
+    A claim checked several times in one run (same ``run`` id) is judged by all of
+    those checks: the returned record carries status "not reproduced" if any of
+    them did not reproduce (that failing record is returned).
+    """
+    records = list(records)
     best: dict[tuple[str, str], dict] = {}
     for record in records:
         key = (record["id"], record["profile"])
         if key not in best or _time(record) >= _time(best[key]):
+            best[key] = record
+    for record in records:
+        key = (record["id"], record["profile"])
+        newest = best[key]
+        same_run = record.get("run") is not None and record.get("run") == newest.get("run")
+        if same_run and record["status"] != REPRODUCED and newest["status"] == REPRODUCED:
             best[key] = record
     return best
 

@@ -107,11 +107,20 @@ def run_chapter(
     environ = {"BNN_PROFILE": profile}
     if seed is not None:
         environ["BNN_SEED"] = str(seed)
+    from tqdm import tqdm
+
+    progress = tqdm(
+        total=sum(cell.cell_type == "code" for cell in notebook.cells),
+        desc=chapter.stem,
+        unit="cell",
+        file=sys.stdout,
+    )
     client = NotebookClient(
         notebook,
         kernel_name="python3",
         timeout=timeout,
         resources={"metadata": {"path": str(chapter.resolve().parent)}},
+        on_cell_executed=lambda **_: progress.update(),
     )
     print(f"running {chapter} (profile {profile}, seed {environ.get('BNN_SEED', 'default')})")
     start = time.perf_counter()
@@ -121,6 +130,7 @@ def run_chapter(
             client.execute()
         except (CellExecutionError, CellTimeoutError, DeadKernelError) as error:
             failure = error
+    progress.close()
     wall = time.perf_counter() - start
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, target)

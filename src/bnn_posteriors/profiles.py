@@ -41,7 +41,7 @@ _CHAPTERS: dict[str, dict] = {
             "n_starts": 256,
             "opt_steps": 1000,
             "newton_steps": 50,
-            "vi_starts": 32,
+            "vi_starts": 64,
             "svi_depths": (2, 4, 8),
             "svi_steps": 3000,
             "svi_particles": 16,

@@ -173,8 +173,8 @@ def log_abs_product_density(depth, tau, u):
     one = 2.0 * np.exp(u - 0.5 * np.exp(2 * u) / tau**2) / (np.sqrt(2 * np.pi) * tau)
     dens = one.copy()
     for _ in range(depth - 1):
-        full = signal.fftconvolve(dens, one) * du  # support starts at 2*u[0]
-        dens = full[np.arange(u.size) + int(round(-u[0] / du))]
+        full = signal.fftconvolve(dens, one) * du  # on the grid 2 u[0] + k du
+        dens = np.interp(u, 2 * u[0] + du * np.arange(full.size), full)
     return np.clip(dens, 0.0, None)
 
 

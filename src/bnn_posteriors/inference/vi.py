@@ -64,10 +64,12 @@ def fit_mfvi(
 
 def sample_mfvi(rng_key, fit: dict, num_samples: int):
     """Draws from a fitted mean-field q (:func:`fit_mfvi`): each site (num_samples, ...)."""
-    keys = jax.random.split(rng_key, len(fit["loc"]))
+    names = sorted(fit["scale"])  # latent sites; ``loc`` also holds deterministic ones
+    keys = jax.random.split(rng_key, len(names))
     return {
-        name: loc + fit["scale"][name] * jax.random.normal(k, (num_samples, *loc.shape))
-        for k, (name, loc) in zip(keys, sorted(fit["loc"].items()), strict=True)
+        name: fit["loc"][name]
+        + fit["scale"][name] * jax.random.normal(k, (num_samples, *fit["loc"][name].shape))
+        for k, name in zip(keys, names, strict=True)
     }
 
 

@@ -1,0 +1,201 @@
+"""Tests of the NumPyro models: sample sites, log joints against scipy, validation."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import pytest
+from numpyro import handlers
+from numpyro.infer.util import log_density
+from scipy import stats
+
+from bnn_posteriors import models, nets
+
+X = np.array([-1.0, 0.5, 2.0, 1.5])
+Y = np.array([-0.4, 0.3, 1.1, 0.7])
+
+
+def trace(model, **kwargs):
+    return handlers.trace(handlers.seed(model, jax.random.key(0))).get_trace(**kwargs)
+
+
+# --- positive -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [1, 0.5, np.float32(2.0), jnp.array(3.0)])
+def test_positive_returns_float(value):
+    out = models.positive("tau", value)
+    assert isinstance(out, float)
+    assert out == pytest.approx(float(value))
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0, float("nan"), float("inf")])
+def test_positive_rejects_non_positive_or_non_finite(value):
+    with pytest.raises(ValueError, match="tau must be a positive number"):
+        models.positive("tau", value)
+
+
+@pytest.mark.parametrize("value", ["one", None, [1.0, 2.0]])
+def test_positive_rejects_non_numbers(value):
+    with pytest.raises(TypeError, match="sigma must be a number"):
+        models.positive("sigma", value)
+
+
+def test_positive_passes_traced_values():
+    assert float(jax.jit(lambda v: models.positive("s", v) * 2)(1.5)) == 3.0
+
+
+# --- narrow_network -------------------------------------------------------------------------
+
+
+def test_narrow_network_sites():
+    tr = trace(models.narrow_network, x=X, depth=3)
+    assert tr["w"]["value"].shape == (3,)
+    assert float(tr["beta"]["value"]) == pytest.approx(float(jnp.prod(tr["w"]["value"])))
+    assert tr["y"]["value"].shape == X.shape
+    assert not tr["y"]["is_observed"]
+
+
+@pytest.mark.parametrize(("depth", "sigma", "tau"), [(1, 1.0, 1.0), (3, 0.5, 2.0)])
+def test_narrow_network_log_joint_matches_scipy(depth, sigma, tau):
+    w = np.linspace(-0.9, 1.3, depth)
+    logp, _ = log_density(
+        models.narrow_network, (X, Y), {"depth": depth, "sigma": sigma, "tau": tau}, {"w": w}
+    )
+    beta = np.prod(w)
+    expected = stats.norm.logpdf(w, 0, tau).sum() + stats.norm.logpdf(Y, beta * X, sigma).sum()
+    assert float(logp) == pytest.approx(expected, rel=1e-5)
+
+
+def test_narrow_network_max_depth_masks_inactive_layers():
+    w = np.array([0.8, -1.5, 2.0, 0.3])
+    kwargs = {"depth": 2, "max_depth": 4, "sigma": 0.5, "tau": 1.0}
+    logp, tr = log_density(models.narrow_network, (X, Y), kwargs, {"w": w})
+    assert float(tr["beta"]["value"]) == pytest.approx(0.8 * -1.5)
+    expected = stats.norm.logpdf(w, 0, 1.0).sum() + stats.norm.logpdf(Y, -1.2 * X, 0.5).sum()
+    assert float(logp) == pytest.approx(expected, rel=1e-5)
+
+
+def test_narrow_network_max_depth_accepts_traced_depth():
+    w = np.array([0.8, -1.5, 2.0])
+
+    def logp(depth):
+        kwargs = {"depth": depth, "max_depth": 3, "sigma": 1.0, "tau": 1.0}
+        return log_density(models.narrow_network, (X, Y), kwargs, {"w": w})[0]
+
+    got = jax.jit(logp)(3)
+    expected = stats.norm.logpdf(w).sum() + stats.norm.logpdf(Y, np.prod(w) * X).sum()
+    assert float(got) == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("depth", [0, -1, 2.0, None])
+def test_narrow_network_rejects_bad_depth(depth):
+    with pytest.raises(ValueError, match="depth must be a positive integer"):
+        trace(models.narrow_network, x=X, depth=depth)
+
+
+@pytest.mark.parametrize("max_depth", [0, 2.5])
+def test_narrow_network_rejects_bad_max_depth(max_depth):
+    with pytest.raises(ValueError, match="max_depth must be a positive integer"):
+        trace(models.narrow_network, x=X, depth=1, max_depth=max_depth)
+
+
+@pytest.mark.parametrize("depth", [0, 5])
+def test_narrow_network_rejects_depth_beyond_max_depth(depth):
+    with pytest.raises(ValueError, match=r"depth must lie in 1..max_depth=4"):
+        trace(models.narrow_network, x=X, depth=depth, max_depth=4)
+
+
+@pytest.mark.parametrize("name", ["sigma", "tau"])
+@pytest.mark.parametrize("value", [0.0, -0.5])
+def test_narrow_network_rejects_non_positive_scales(name, value):
+    with pytest.raises(ValueError, match=f"{name} must be a positive number"):
+        trace(models.narrow_network, x=X, depth=2, **{name: value})
+
+
+# --- mlp_regression -------------------------------------------------------------------------
+
+XM = np.array([[0.1, -1.0], [0.7, 0.2], [-0.3, 0.9]])
+YM = np.array([0.2, -0.1, 0.5])
+WIDTHS = (2, 3, 1)
+
+
+def mlp_params(key=1, scale=0.8):
+    params = nets.mlp_init(jax.random.key(key), WIDTHS, scale=scale)
+    return {f"{k}{i}": layer[k] for i, layer in enumerate(params) for k in ("W", "b")}, params
+
+
+def prior_logpdf(sites, prior_scale):
+    return sum(
+        stats.norm.logpdf(np.asarray(v), 0, prior_scale).sum()
+        for k, v in sites.items()
+        if k[0] in "Wb"
+    )
+
+
+def test_mlp_regression_sites():
+    tr = trace(models.mlp_regression, x=XM, widths=WIDTHS)
+    assert tr["W0"]["value"].shape == (2, 3)
+    assert tr["b0"]["value"].shape == (3,)
+    assert tr["W1"]["value"].shape == (3, 1)
+    assert tr["b1"]["value"].shape == (1,)
+    assert "log_sigma" in tr
+    assert tr["mean"]["value"].shape == (3,)
+    assert tr["y"]["value"].shape == (3,)
+
+
+def test_mlp_regression_log_joint_with_fixed_noise():
+    sites, params = mlp_params()
+    kwargs = {"widths": WIDTHS, "activation": "tanh", "prior_scale": 0.8, "noise": 0.3}
+    logp, tr = log_density(models.mlp_regression, (XM, YM), kwargs, sites)
+    assert "log_sigma" not in tr
+    mean = np.tanh(XM @ params[0]["W"] + params[0]["b"]) @ params[1]["W"] + params[1]["b"]
+    expected = prior_logpdf(sites, 0.8) + stats.norm.logpdf(YM, mean[:, 0], 0.3).sum()
+    assert float(logp) == pytest.approx(expected, rel=1e-5)
+    np.testing.assert_allclose(np.asarray(tr["mean"]["value"]), mean[:, 0], rtol=1e-5)
+
+
+def test_mlp_regression_log_joint_with_learned_noise():
+    sites, params = mlp_params(key=2, scale=1.0)
+    sites["log_sigma"] = jnp.array(-0.4)
+    kwargs = {"widths": WIDTHS, "output_scale": 0.5}
+    logp, _ = log_density(models.mlp_regression, (XM, YM), kwargs, sites)
+    hidden = np.maximum(XM @ params[0]["W"] + params[0]["b"], 0.0)
+    mean = 0.5 * (hidden @ params[1]["W"] + params[1]["b"])[:, 0]
+    expected = (
+        prior_logpdf(sites, 1.0)
+        + stats.norm.logpdf(-0.4)
+        + stats.norm.logpdf(YM, mean, np.exp(-0.4)).sum()
+    )
+    assert float(logp) == pytest.approx(expected, rel=1e-5)
+
+
+def test_mlp_regression_rejects_several_outputs():
+    with pytest.raises(ValueError, match="mean regression needs one output"):
+        trace(models.mlp_regression, x=XM, widths=(2, 3, 2))
+
+
+def test_mlp_regression_rejects_bad_widths():
+    with pytest.raises(ValueError, match="widths must be a sequence"):
+        trace(models.mlp_regression, x=XM, widths=(2,))
+
+
+@pytest.mark.parametrize(("name", "value"), [("prior_scale", 0.0), ("noise", -0.1)])
+def test_mlp_regression_rejects_non_positive_scales(name, value):
+    with pytest.raises(ValueError, match=f"{name} must be a positive number"):
+        trace(models.mlp_regression, x=XM, widths=WIDTHS, **{name: value})
+
+
+def test_mlp_regression_rejects_unknown_activation():
+    with pytest.raises(ValueError, match="unknown activation"):
+        trace(models.mlp_regression, x=XM, widths=WIDTHS, activation="elu")
+
+
+def test_mlp_regression_prior_predictive_scale():
+    # With a 1-layer affine net f(x) = x W + b and W, b ~ N(0, s²), f(0) ~ N(0, s²).
+    predictive = numpyro.infer.Predictive(models.mlp_regression, num_samples=4000)
+    draws = predictive(jax.random.key(3), x=np.zeros((1, 1)), widths=(1, 1), noise=1e-3)
+    assert draws["mean"].shape == (4000, 1)
+    assert float(jnp.std(draws["mean"])) == pytest.approx(1.0, rel=0.06)
