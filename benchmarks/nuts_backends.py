@@ -50,8 +50,10 @@ def main(depth=4, n=20, chains=4, warmup=500, draws=(1000, 5000), repeats=3):
         results[name] = {"rate": rate, "first": first}
         print(f"{name:9s} {rate:10.0f} iterations/s sampling, first call {first:6.1f} s")
     b, n_ = results["blackjax"], results["numpyro"]
-    print(f"ratio blackjax/numpyro: throughput {b['rate'] / n_['rate']:.2f}x, "
-          f"first-call time {b['first'] / n_['first']:.2f}x")
+    print(
+        f"ratio blackjax/numpyro: throughput {b['rate'] / n_['rate']:.2f}x, "
+        f"first-call time {b['first'] / n_['first']:.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -32,7 +32,8 @@ def conjugate_posterior(sigma, tau):
 def folded_normal_mean(m, v):
     """E|β| for β ~ N(m, v)."""
     sd = np.sqrt(v)
-    return sd * np.sqrt(2 / np.pi) * np.exp(-(m**2) / (2 * v)) + m * (1 - 2 * stats.norm.cdf(-m / sd))
+    folded = sd * np.sqrt(2 / np.pi) * np.exp(-(m**2) / (2 * v))
+    return folded + m * (1 - 2 * stats.norm.cdf(-m / sd))
 
 
 def numpy_g(beta, sigma, tau, depth):
