@@ -1,4 +1,4 @@
-"""Tests of bnn_posteriors.claims: rules, records, locking, scorecard, catalogue."""
+"""Tests of bnn_posteriors.claims: rules, records, locking, catalogue."""
 
 from __future__ import annotations
 
@@ -224,66 +224,6 @@ def test_malformed_line_names_file_and_line(claims_dir):
     path.write_text(path.read_text() + "{not json\n")
     with pytest.raises(ValueError, match=r"01\.jsonl:2"):
         claims.load_records([claims_dir])
-
-
-def record(claim_id: str, profile: str, status: str, time: str, value=1.0) -> dict:
-    return {
-        "id": claim_id,
-        "profile": profile,
-        "status": status,
-        "time": time,
-        "value": value,
-        "expect": 1.0,
-        "rule": "approx",
-        "tol": 0.1,
-    }
-
-
-def test_scorecard_latest_status_and_not_yet_run():
-    records = [
-        record("C1.2", "quick", "not reproduced", "2025-01-02T00:00:00+00:00", 5.0),
-        record("C1.2", "quick", "reproduced", "2025-01-03T00:00:00+00:00", 1.01),
-        record("C1.2", "quick", "not reproduced", "2025-01-01T00:00:00+00:00", 7.0),
-        record("C1.2", "full", "not reproduced", "2025-01-01T00:00:00+00:00"),
-        record("C9.9", "quick", "reproduced", "2025-01-01T00:00:00+00:00"),
-    ]
-    rows = claims.scorecard(records)
-    assert [row["id"] for row in rows] == [c["id"] for c in claims.catalogue()]
-    row = next(row for row in rows if row["id"] == "C1.2")
-    assert row["quick"]["status"] == "reproduced"
-    assert row["quick"]["measured"] == "1.01"
-    assert row["quick"]["expected"] == "≈ 1 ± 0.1"
-    assert row["full"]["status"] == "not reproduced"
-    other = next(row for row in rows if row["id"] == "C1.1")
-    assert other["quick"]["status"] == other["full"]["status"] == "not yet run"
-    counts = claims.summary(rows)
-    assert counts["quick"] == {"reproduced": 1, "not reproduced": 0, "not yet run": 46}
-    assert counts["full"]["not reproduced"] == 1
-    assert "quick: 1 reproduced" in claims.summary_text(counts)
-
-
-def test_a_failed_check_of_the_latest_run_decides_the_status():
-    failed = {**record("C1.6", "quick", "not reproduced", "2025-01-02T00:00:00+00:00"), "run": "a"}
-    passed = {**record("C1.6", "quick", "reproduced", "2025-01-02T00:00:01+00:00"), "run": "a"}
-    assert claims.latest([failed, passed])[("C1.6", "quick")]["status"] == "not reproduced"
-    rerun = {**record("C1.6", "quick", "reproduced", "2025-01-03T00:00:00+00:00"), "run": "b"}
-    assert claims.latest([failed, passed, rerun])[("C1.6", "quick")]["status"] == "reproduced"
-
-
-def test_scorecard_markdown_has_a_row_per_claim():
-    long_value = list(range(100))
-    records = [record("C1.2", "quick", "reproduced", "2025-01-03T00:00:00+00:00", long_value)]
-    text = claims.scorecard_markdown(claims.scorecard(records))
-    lines = text.strip().splitlines()
-    assert lines[0].startswith("| Claim | What | Source | quick | full |")
-    body = lines[2:]
-    assert len(body) == len(claims.catalogue())
-    for line, claim in zip(body, claims.catalogue(), strict=True):
-        assert line.startswith(f"| {claim['id']} |")
-        assert line.count(" | ") == 6
-    row = next(line for line in body if line.startswith("| C1.2 |"))
-    assert "✅ reproduced" in row and "[0, 1, 2, …]" in row
-    assert max(len(line) for line in body) < 250
 
 
 def test_catalogue_is_ordered_and_complete():

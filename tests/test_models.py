@@ -199,3 +199,29 @@ def test_mlp_regression_prior_predictive_scale():
     draws = predictive(jax.random.key(3), x=np.zeros((1, 1)), widths=(1, 1), noise=1e-3)
     assert draws["mean"].shape == (4000, 1)
     assert float(jnp.std(draws["mean"])) == pytest.approx(1.0, rel=0.06)
+
+
+def test_positive_array_accepts_positive_and_rejects_the_rest():
+    np.testing.assert_allclose(models.positive_array("tau", [0.5, 2.0]), [0.5, 2.0])
+    for bad in ([1.0, 0.0], [1.0, -2.0], [np.nan, 1.0]):
+        with pytest.raises(ValueError, match="tau must be positive everywhere"):
+            models.positive_array("tau", bad)
+
+
+def test_narrow_network_adjusted_prior_log_joint_matches_scipy():
+    """Prop. B.5's prior N(θ₀, Σ) with per-weight means and scales."""
+    x, y = np.linspace(-1, 1, 5), np.linspace(-0.5, 0.7, 5)
+    w = jnp.array([0.4, -1.3])
+    loc, scale = (0.1, -0.2), (0.9, 1.1)
+    kwargs = dict(x=x, y=y, depth=2, sigma=0.7, tau=scale, prior_loc=loc)
+    logp, _ = log_density(models.narrow_network, (), kwargs, {"w": w})
+    expected = (
+        stats.norm.logpdf(w, loc, scale).sum() + stats.norm.logpdf(y, np.prod(w) * x, 0.7).sum()
+    )
+    assert float(logp) == pytest.approx(expected, rel=1e-5)
+
+
+def test_narrow_network_rejects_mismatched_prior_shapes():
+    with pytest.raises(ValueError, match="tau and prior_loc must be scalars or of shape"):
+        with handlers.seed(rng_seed=0):
+            models.narrow_network(np.ones(3), depth=2, tau=(1.0, 1.0, 1.0))

@@ -1,6 +1,6 @@
 """Helper package of the book *Posteriors of Bayesian neural networks*.
 
-Modules: ``profiles`` (run budgets), ``claims`` (claim checks and the scorecard),
+Modules: ``profiles`` (run budgets), ``claims`` (claim checks), ``scorecard``,
 ``data`` (the data registry), ``nets`` (MLPs as pytrees), ``models`` (NumPyro
 models), ``inference`` (NUTS, MFVI), ``metrics``, ``theory`` (closed forms) and
 ``plotting``.

@@ -4,7 +4,9 @@ A chapter calls :func:`check` once per claim, e.g. ``check("C3.4", root, expect=
 tol=1e-3)`` or ``check("C1.5", nu_by_depth, rule="non-increasing")``. Each call appends
 one JSON line to ``<claims_dir>/<profile>/<chapter>.jsonl`` and raises :class:`ClaimError`
 when the measured status differs from the status locked in ``claims.toml``, so that no
-result changes unseen. :func:`scorecard` builds the book's scorecard from the records.
+result changes unseen. :mod:`bnn_posteriors.scorecard` builds the book's scorecard from
+the records; :func:`short` and :func:`expectation` format a record's value and expectation
+for the unlock message and the scorecard alike.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import os
 import platform
 import subprocess
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +51,6 @@ _MONOTONE = {
     "decreasing": (np.less, "<"),
 }
 _SIGNIFICANT = 6  # significant digits of the floats stored in a record
-_MARKS = {REPRODUCED: "✅ reproduced", NOT_REPRODUCED: "❌ not reproduced", NOT_YET_RUN: "—"}
 
 
 # One id per process: the checks of one execution of a chapter share it, so the
@@ -434,7 +435,7 @@ def read_jsonl(path: Path) -> list[dict]:
     return records
 
 
-# --------------------------------------------------------------------------- scorecard
+# --------------------------------------------------------------------------- formatting
 
 
 def short(value: Any, width: int = 24) -> str:
@@ -472,106 +473,3 @@ def expectation(record: dict, width: int = 200) -> str:
     else:
         text = str(rule)
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def latest(records: Iterable[dict]) -> dict[tuple[str, str], dict]:
-    """The latest record (by ``time``; later in the input on ties) per (id, profile).
-
-    A claim checked several times in one run (same ``run`` id) is judged by all of
-    those checks: the returned record carries status "not reproduced" if any of
-    them did not reproduce (that failing record is returned).
-    """
-    records = list(records)
-    best: dict[tuple[str, str], dict] = {}
-    for record in records:
-        key = (record["id"], record["profile"])
-        if key not in best or _time(record) >= _time(best[key]):
-            best[key] = record
-    for record in records:
-        key = (record["id"], record["profile"])
-        newest = best[key]
-        same_run = record.get("run") is not None and record.get("run") == newest.get("run")
-        if same_run and record["status"] != REPRODUCED and newest["status"] == REPRODUCED:
-            best[key] = record
-    return best
-
-
-def _time(record: dict) -> _dt.datetime:
-    try:
-        time = _dt.datetime.fromisoformat(str(record["time"]))
-    except ValueError:
-        raise ValueError(
-            f"claim record {record.get('id')} has a bad time {record['time']!r}"
-        ) from None
-    return time if time.tzinfo else time.replace(tzinfo=_dt.UTC)
-
-
-def scorecard(records: Sequence[dict] | None = None) -> list[dict]:
-    """One row per catalogue claim, in order: id, title, source, chapter, locked, and per
-    profile (``quick``, ``full``) a dict of status, measured, expected, time (latest record).
-    """
-    newest = latest(load_records() if records is None else records)
-    rows = []
-    for claim in catalogue():
-        row = {key: claim[key] for key in ("id", "title", "source", "chapter", "locked")}
-        for profile in profiles.PROFILES:
-            record = newest.get((claim["id"], profile))
-            row[profile] = _cell(record)
-        rows.append(row)
-    return rows
-
-
-def _cell(record: dict | None) -> dict:
-    if record is None:
-        return {"status": NOT_YET_RUN, "measured": "", "expected": "", "time": None}
-    return {
-        "status": record["status"],
-        "measured": short(record.get("value")),
-        "expected": expectation(record, width=24),
-        "time": record["time"],
-    }
-
-
-def summary(rows: Sequence[dict] | None = None) -> dict[str, dict[str, int]]:
-    """Counts per profile and status: ``{"quick": {"reproduced": 3, ...}, "full": {...}}``."""
-    rows = scorecard() if rows is None else rows
-    counts = {p: dict.fromkeys((*STATUSES, NOT_YET_RUN), 0) for p in profiles.PROFILES}
-    for row in rows:
-        for profile in profiles.PROFILES:
-            status = row[profile]["status"]
-            counts[profile][status] = counts[profile].get(status, 0) + 1
-    return counts
-
-
-def summary_text(counts: dict[str, dict[str, int]]) -> str:
-    """One line of counts: 'quick: 40 reproduced, 2 not reproduced, 5 not yet run; full: …'."""
-    parts = []
-    for profile, by_status in counts.items():
-        items = ", ".join(f"{n} {status}" for status, n in by_status.items())
-        parts.append(f"{profile}: {items}")
-    return "; ".join(parts)
-
-
-def scorecard_markdown(rows: Sequence[dict] | None = None) -> str:
-    """The scorecard as a Markdown table, one row per claim, short cells."""
-    rows = scorecard() if rows is None else rows
-    header = ["Claim", "What", "Source", "quick", "full", "measured (quick)", "expected"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for row in rows:
-        quick, full = row["quick"], row["full"]
-        expected = quick["expected"] or full["expected"]
-        cells = [
-            row["id"],
-            short(row["title"], 48),
-            short(row["source"], 28),
-            _MARKS.get(quick["status"], quick["status"]),
-            _MARKS.get(full["status"], full["status"]),
-            quick["measured"],
-            expected,
-        ]
-        lines.append("| " + " | ".join(_escape(cell) for cell in cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def _escape(cell: str) -> str:
-    return str(cell).replace("|", "\\|").replace("\n", " ")

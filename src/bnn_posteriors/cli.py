@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from bnn_posteriors import claims, profiles
+from bnn_posteriors import claims, profiles, scorecard
 
 WIDTH = 100  # terminal columns of the scorecard table
 
@@ -109,6 +109,7 @@ def run_chapter(
         environ["BNN_SEED"] = str(seed)
     from tqdm import tqdm
 
+    print(f"running {chapter} (profile {profile}, seed {environ.get('BNN_SEED', 'default')})")
     progress = tqdm(
         total=sum(cell.cell_type == "code" for cell in notebook.cells),
         desc=chapter.stem,
@@ -122,7 +123,6 @@ def run_chapter(
         resources={"metadata": {"path": str(chapter.resolve().parent)}},
         on_cell_executed=lambda **_: progress.update(),
     )
-    print(f"running {chapter} (profile {profile}, seed {environ.get('BNN_SEED', 'default')})")
     start = time.perf_counter()
     failure = None
     with _environ(environ):
@@ -170,16 +170,16 @@ def _environ(values: dict[str, str]) -> Iterator[None]:
 def print_claims(profile: str | None = None) -> int:
     """Print the scorecard (one profile, or both) and the counts; 2 on unreadable records."""
     try:
-        rows = claims.scorecard()
+        rows = scorecard.scorecard()
     except ValueError as error:
         print(f"bnn-posteriors: error: {error}", file=sys.stderr)
         return 2
     shown = profiles.PROFILES if profile is None else (profile,)
     print(scorecard_text(rows, shown))
-    counts = claims.summary(rows)
+    counts = scorecard.summary(rows)
     print()
     for name in shown:  # one line per profile, to stay within WIDTH columns
-        print(claims.summary_text({name: counts[name]}))
+        print(scorecard.summary_text({name: counts[name]}))
     return 0
 
 
@@ -206,7 +206,7 @@ def scorecard_text(rows: Sequence[dict], shown: Sequence[str] = profiles.PROFILE
 def _line(cells: Sequence[str], columns: Sequence[tuple[str, int]]) -> str:
     """One line of the table: each cell shortened to its column's width and padded."""
     widths = [width for _, width in columns]
-    parts = [claims.short(str(c), w).ljust(w) for c, w in zip(cells, widths, strict=True)]
+    parts = [scorecard.short(str(c), w).ljust(w) for c, w in zip(cells, widths, strict=True)]
     return "  ".join(parts).rstrip()
 
 

@@ -30,19 +30,41 @@ def positive(name: str, value: float) -> float:
     return value
 
 
+def positive_array(name: str, value):
+    """Validate an array of scales: finite and positive everywhere (traced values pass)."""
+    array = jnp.asarray(value, dtype=float)
+    if not isinstance(value, jax.core.Tracer) and not bool(
+        jnp.all(jnp.isfinite(array) & (array > 0))
+    ):
+        raise ValueError(f"{name} must be positive everywhere, got {value}")
+    return array
+
+
 def narrow_network(
-    x, y=None, *, depth, sigma: float = 1.0, tau: float = 1.0, max_depth: int | None = None
+    x,
+    y=None,
+    *,
+    depth,
+    sigma: float = 1.0,
+    tau=1.0,
+    max_depth: int | None = None,
+    prior_loc=None,
 ):
     """Narrow Bayesian network of [SAP] §2.1, eq. (24).
 
     w_l ~ N(0, τ²) for l = 1..L, β = ∏_l w_l, y_i ~ N(β x_i, σ²).
     ``x``: (n,), ``y``: (n,) or None. Sample sites ``w`` (L,), ``beta`` (deterministic), ``y``.
 
+    ``tau`` may also be a sequence of L per-weight scales and ``prior_loc`` a
+    sequence of L prior means: the adjusted prior N(θ₀, Σ) of [SAP] Prop. B.5.
+
     With ``max_depth`` the site ``w`` has ``max_depth`` entries and only the first
     ``depth`` enter the product; the others keep their prior and never touch the
     data. Depth may then be an array, so one compiled sampler serves all depths.
     """
-    sigma, tau = positive("sigma", sigma), positive("tau", tau)
+    sigma = positive("sigma", sigma)
+    tau = positive("tau", tau) if jnp.ndim(tau) == 0 else positive_array("tau", tau)
+    loc = 0.0 if prior_loc is None else jnp.asarray(prior_loc)
     if max_depth is None:
         if not (isinstance(depth, int) and depth >= 1):
             raise ValueError(f"depth must be a positive integer, got {depth!r}")
@@ -53,7 +75,11 @@ def narrow_network(
         if not isinstance(depth, jax.core.Tracer) and not 1 <= int(depth) <= max_depth:
             raise ValueError(f"depth must lie in 1..max_depth={max_depth}, got {depth}")
         size, active = max_depth, jnp.arange(max_depth) < depth
-    w = numpyro.sample("w", dist.Normal(0.0, tau).expand([size]).to_event(1))
+    if jnp.ndim(tau) or jnp.ndim(loc):
+        shapes = {jnp.shape(tau), jnp.shape(loc)} - {()}
+        if shapes != {(size,)}:
+            raise ValueError(f"tau and prior_loc must be scalars or of shape ({size},): {shapes}")
+    w = numpyro.sample("w", dist.Normal(loc, tau).expand([size]).to_event(1))
     beta = numpyro.deterministic(
         "beta", jnp.prod(w if active is None else jnp.where(active, w, 1.0))
     )

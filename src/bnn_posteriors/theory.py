@@ -162,7 +162,8 @@ def log_abs_product_density(depth, tau, u):
     """Density of u = log|β| for β = ∏_{l=1}^L w_l, w_l i.i.d. N(0, τ²), on a uniform grid ``u``.
 
     log|w| has density 2 φ(e^u/τ) e^u / τ; the sum of L of them is an L-fold
-    convolution (direct summation, accurate in the far tails). ``u``: (m,) uniform grid wide enough for the mass → (m,).
+    convolution (direct summation, accurate in the far tails).
+    ``u``: (m,) uniform grid wide enough for the mass → (m,).
     """
     _depth(depth)
     tau = positive("tau", tau)
