@@ -93,9 +93,10 @@ def test_nuts_rejects_init_positions_with_wrong_chain_axis():
 BAD_BUDGETS = [
     ({"num_chains": 0}, "num_chains must be"),
     ({"num_chains": 2.0}, "num_chains must be"),
-    ({"num_warmup": -1}, "num_warmup must be a non-negative integer"),
-    ({"num_samples": 0}, "num_samples must be a positive integer"),
-    ({"num_samples": None}, "num_samples must be a positive integer"),
+    ({"num_warmup": -1}, "num_warmup must be an integer ≥"),
+    ({"num_samples": 0}, "num_samples must be an integer ≥ 1"),
+    ({"num_samples": None}, "num_samples must be an integer ≥ 1"),
+    ({"num_chains": True}, "num_chains must be"),
 ]
 
 
@@ -104,6 +105,21 @@ BAD_BUDGETS = [
 def test_samplers_reject_bad_budgets(sampler, change, message):
     with pytest.raises(ValueError, match=message):
         sampler(jax.random.key(0), models.narrow_network, KWARGS, **{**BUDGET, **change})
+
+
+def test_blackjax_nuts_needs_warmup_for_its_adaptation():
+    with pytest.raises(ValueError, match="num_warmup must be an integer ≥ 1"):
+        mcmc.nuts(jax.random.key(0), models.narrow_network, KWARGS, **{**BUDGET, "num_warmup": 0})
+
+
+def test_nuts_rejects_unhashable_settings():
+    with pytest.raises(TypeError, match="must be hashable"):
+        mcmc.nuts(jax.random.key(0), models.narrow_network, {**KWARGS, "tau": [1.0]}, **BUDGET)
+
+
+def test_fit_mfvi_narrow_rejects_no_starts():
+    with pytest.raises(ValueError, match="num_starts must be a positive integer"):
+        vi.fit_mfvi_narrow(jax.random.key(0), X, Y, depth=1, sigma=1.0, tau=1.0, num_starts=0)
 
 
 def test_nuts_numpyro_output_layout(numpyro_run):

@@ -105,3 +105,8 @@ def test_ks_to_normal_absolute_uses_half_normal():
 def test_ks_to_normal_rejects_non_positive_scale(scale):
     with pytest.raises(ValueError, match="scale must be positive"):
         metrics.ks_to_normal([0.1, 0.2], scale)
+
+
+def test_lppd_rejects_a_scalar_mean():
+    with pytest.raises(ValueError, match="mean must end in"):
+        metrics.lppd(np.zeros(3), 0.0, 1.0)

@@ -430,3 +430,14 @@ def test_rescale_rejects_bad_indices(i, j):
 def test_rescale_rejects_non_positive_factor(c):
     with pytest.raises(ValueError, match="scaling factor c must be positive"):
         theory.rescale(np.ones((2, 3)), 0, 1, c)
+
+
+@pytest.mark.parametrize("u", [np.array([0.0]), np.linspace(3.0, -3.0, 50)])
+def test_log_abs_product_density_rejects_degenerate_or_descending_grids(u):
+    with pytest.raises(ValueError, match="uniform, increasing 1-D grid"):
+        theory.log_abs_product_density(2, 1.0, u)
+
+
+def test_log_abs_product_density_rejects_a_grid_that_misses_the_mass():
+    with pytest.raises(ValueError, match="holds only"):
+        theory.log_abs_product_density(2, 1.0, np.linspace(0.5, 3.0, 200))

@@ -143,6 +143,7 @@ def record_path(claim_id: str, profile: str, directory: Path | None = None) -> P
 
 @functools.cache
 def _git_commit(root: Path | None) -> str | None:
+    """Short hash of the repository's HEAD, with "+dirty" if tracked files were modified."""
     if root is None:
         return None
     try:
@@ -155,9 +156,17 @@ def _git_commit(root: Path | None) -> str | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    if done.returncode != 0:
+    if done.returncode != 0 or not done.stdout.strip():
         return None
-    return done.stdout.strip() or None
+    dirty = subprocess.run(
+        ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
+    ).stdout.strip()
+    # "+dirty": the run used tracked files that differ from the commit.
+    return done.stdout.strip() + ("+dirty" if dirty else "")
 
 
 @functools.cache

@@ -19,7 +19,7 @@ def lppd(y, mean, scale):
     y = jnp.asarray(y)
     mean = jnp.asarray(mean)
     scale = jnp.broadcast_to(jnp.asarray(scale), mean.shape)
-    if y.ndim != 1 or mean.shape[-1] != y.shape[0]:
+    if y.ndim != 1 or mean.ndim == 0 or mean.shape[-1] != y.shape[0]:
         raise ValueError(f"mean must end in the {y.shape} axis of y, got {mean.shape}")
     if jnp.any(scale <= 0):
         raise ValueError("predictive scales must be positive")

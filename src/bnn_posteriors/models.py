@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
@@ -32,12 +33,12 @@ def positive(name: str, value: float) -> float:
 
 def positive_array(name: str, value):
     """Validate an array of scales: finite and positive everywhere (traced values pass)."""
-    array = jnp.asarray(value, dtype=float)
-    if not isinstance(value, jax.core.Tracer) and not bool(
-        jnp.all(jnp.isfinite(array) & (array > 0))
-    ):
+    if isinstance(value, jax.core.Tracer):
+        return value
+    array = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(array) & (array > 0)):
         raise ValueError(f"{name} must be positive everywhere, got {value}")
-    return array
+    return jnp.asarray(array)
 
 
 def narrow_network(
@@ -63,7 +64,7 @@ def narrow_network(
     data. Depth may then be an array, so one compiled sampler serves all depths.
     """
     sigma = positive("sigma", sigma)
-    tau = positive("tau", tau) if jnp.ndim(tau) == 0 else positive_array("tau", tau)
+    tau = positive("tau", tau) if np.ndim(tau) == 0 else positive_array("tau", tau)
     loc = 0.0 if prior_loc is None else jnp.asarray(prior_loc)
     if max_depth is None:
         if not (isinstance(depth, int) and depth >= 1):
@@ -75,8 +76,8 @@ def narrow_network(
         if not isinstance(depth, jax.core.Tracer) and not 1 <= int(depth) <= max_depth:
             raise ValueError(f"depth must lie in 1..max_depth={max_depth}, got {depth}")
         size, active = max_depth, jnp.arange(max_depth) < depth
-    if jnp.ndim(tau) or jnp.ndim(loc):
-        shapes = {jnp.shape(tau), jnp.shape(loc)} - {()}
+    if np.ndim(tau) or np.ndim(loc):
+        shapes = {np.shape(tau), np.shape(loc)} - {()}
         if shapes != {(size,)}:
             raise ValueError(f"tau and prior_loc must be scalars or of shape ({size},): {shapes}")
     w = numpyro.sample("w", dist.Normal(loc, tau).expand([size]).to_event(1))

@@ -6,10 +6,12 @@ The narrow network of [SAP] §2.1 is a vector ``w`` of L scalar weights.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.flatten_util import ravel_pytree
 
 ACTIVATIONS = {
@@ -83,3 +85,93 @@ def narrow_apply(w, x):
     """
     w = jnp.asarray(w)
     return jnp.prod(w, axis=-1, keepdims=True) * jnp.asarray(x)
+
+
+# Symmetries of MLPs ([SAP] App. B, Defs. B.1–B.3). Pure: each returns a new parameter list.
+
+
+def _hidden_index(params, layer: int, neuron: int | None = None) -> tuple[int, int | None]:
+    """Validate a hidden-layer index (and optionally a neuron index in that layer)."""
+    n_hidden = len(params) - 1
+    if n_hidden < 1:
+        raise ValueError("params has no hidden layer (it needs at least two layers)")
+    try:
+        layer = operator.index(layer)
+    except TypeError:
+        raise ValueError(f"layer must be an integer, got {layer!r}") from None
+    if not 0 <= layer < n_hidden:
+        raise ValueError(
+            f"layer must index a hidden layer, i.e. lie in [0, {n_hidden - 1}], got {layer}"
+        )
+    if neuron is None:
+        return layer, None
+    width = params[layer]["W"].shape[1]
+    try:
+        neuron = operator.index(neuron)
+    except TypeError:
+        raise ValueError(f"neuron must be an integer, got {neuron!r}") from None
+    if not 0 <= neuron < width:
+        raise ValueError(
+            f"neuron must lie in [0, {width - 1}] (hidden layer {layer} has {width} units), "
+            f"got {neuron}"
+        )
+    return layer, neuron
+
+
+def _scale_neuron(params, layer: int, neuron: int, c_in, c_out) -> list[dict]:
+    """Multiply a unit's in-weights and bias by ``c_in`` and its out-weights by ``c_out``."""
+    new = [dict(p) for p in params]
+    new[layer]["W"] = jnp.asarray(params[layer]["W"]).at[:, neuron].multiply(c_in)
+    new[layer]["b"] = jnp.asarray(params[layer]["b"]).at[neuron].multiply(c_in)
+    new[layer + 1]["W"] = jnp.asarray(params[layer + 1]["W"]).at[neuron, :].multiply(c_out)
+    return new
+
+
+def permute_hidden(params: list[dict], layer: int, perm) -> list[dict]:
+    """Permute the units of hidden layer ``layer`` ([SAP] Def. B.1): f is unchanged for any φ.
+
+    New unit j is old unit ``perm[j]``: columns of ``params[layer]["W"]`` (d_in, h) and entries
+    of ``params[layer]["b"]`` (h,) are reordered, and so are the rows of
+    ``params[layer + 1]["W"]`` (h, d_out). ``layer`` is 0-based over hidden layers.
+    """
+    layer, _ = _hidden_index(params, layer)
+    width = params[layer]["W"].shape[1]
+    perm = np.asarray(perm)
+    if (
+        perm.shape != (width,)
+        or not np.issubdtype(perm.dtype, np.integer)
+        or not np.array_equal(np.sort(perm), np.arange(width))
+    ):
+        raise ValueError(
+            f"perm must be a permutation of 0..{width - 1} (hidden layer {layer} has {width} "
+            f"units), got {perm.tolist()!r}"
+        )
+    new = [dict(p) for p in params]
+    new[layer]["W"] = jnp.asarray(params[layer]["W"])[:, perm]
+    new[layer]["b"] = jnp.asarray(params[layer]["b"])[perm]
+    new[layer + 1]["W"] = jnp.asarray(params[layer + 1]["W"])[perm, :]
+    return new
+
+
+def rescale_neuron(params: list[dict], layer: int, neuron: int, c: float) -> list[dict]:
+    """Positive scaling of one hidden unit ([SAP] Def. B.2): in-weights, bias × c, out-weights / c.
+
+    φ(c z) = c φ(z) for ReLU (c > 0), so f is unchanged for ReLU, not for tanh.
+    """
+    layer, neuron = _hidden_index(params, layer, neuron)
+    try:
+        c = float(c)
+    except (TypeError, ValueError):
+        raise ValueError(f"c must be a positive number, got {c!r}") from None
+    if not (np.isfinite(c) and c > 0):
+        raise ValueError(f"c must be a positive finite number, got {c}")
+    return _scale_neuron(params, layer, neuron, c, 1.0 / c)
+
+
+def flip_neuron(params: list[dict], layer: int, neuron: int) -> list[dict]:
+    """Sign flip of one hidden unit ([SAP] Def. B.3): negate its in-weights, bias and out-weights.
+
+    φ(−z) = −φ(z) for tanh, so f is unchanged for tanh; for ReLU it changes.
+    """
+    layer, neuron = _hidden_index(params, layer, neuron)
+    return _scale_neuron(params, layer, neuron, -1.0, -1.0)

@@ -61,6 +61,37 @@ _CHAPTERS: dict[str, dict] = {
             "kl_mc_samples": 1_000_000,
         },
     },
+    "03_symmetries": {
+        "seed": 20250303,
+        "common": {
+            "dataset": "synthetic_regression_1x",
+            "n_max": 200,  # rows used, as the authors' datapoint_limit
+            "sigma": 1.0,  # observation noise of the model (fixed)
+            "tau2s": (1.0, 0.1, 0.01, 0.001),  # prior variances of Fig. 2, extended downwards
+            "mlp_widths": ((3, 8, 8, 1), (2, 16, 16, 16, 2)),
+            "n_mlps": 5,
+            "n_prior_draws": 10_000,
+            "counterexample": {"w1": 0.5, "w2": 0.8, "b1": 0.9},
+            "paper_root": 0.77754,  # the value marked in the authors' Fig. 6
+            "adjusted_sigma0": 0.1,  # Prop. B.5: theta0 ~ N(0, sigma0^2)
+            "adjusted_eps": 0.1,  # Prop. B.5: 1/Sigma_ii ~ U(1 - eps, 1 + eps)
+            "target_acceptance_rate": 0.9,
+        },
+        "quick": {
+            "num_chains": 12,
+            "num_warmup": 300,
+            "num_samples": 300,
+            "svi_steps": 3000,
+            "n_adjusted_seeds": 3,
+        },
+        "full": {
+            "num_chains": 12,
+            "num_warmup": 1000,
+            "num_samples": 1000,
+            "svi_steps": 20000,
+            "n_adjusted_seeds": 10,
+        },
+    },
 }
 
 

@@ -168,9 +168,9 @@ def log_abs_product_density(depth, tau, u):
     _depth(depth)
     tau = positive("tau", tau)
     u = np.asarray(u, dtype=float)
+    if u.ndim != 1 or u.size < 3 or not u[1] > u[0] or not np.allclose(np.diff(u), u[1] - u[0]):
+        raise ValueError("u must be a uniform, increasing 1-D grid with at least 3 points")
     du = u[1] - u[0]
-    if u.ndim != 1 or u.size < 3 or not np.allclose(np.diff(u), du):
-        raise ValueError("u must be a uniform 1-D grid with at least 3 points")
     one = 2.0 * np.exp(u - 0.5 * np.exp(2 * u) / tau**2) / (np.sqrt(2 * np.pi) * tau)
     dens = one.copy()
     for _ in range(depth - 1):
@@ -178,7 +178,14 @@ def log_abs_product_density(depth, tau, u):
         # FFT would bury under its round-off (about 1e-16 of the peak).
         full = np.convolve(dens, one) * du  # on the grid 2 u[0] + k du
         dens = np.interp(u, 2 * u[0] + du * np.arange(full.size), full)
-    return np.clip(dens, 0.0, None)
+    dens = np.clip(dens, 0.0, None)
+    mass = dens.sum() * du
+    if not abs(mass - 1.0) < 1e-3:
+        raise ValueError(
+            f"the grid u in [{u[0]:g}, {u[-1]:g}] holds only {mass:.3g} of the density's mass; "
+            "widen it (the mass of log|β| lies near L·(log τ − 0.64) ± 4·sqrt(1.23·L))"
+        )
+    return dens
 
 
 def posterior_beta_quadrature(depth, x, y, sigma, tau, *, u_min=-30.0, u_max=4.0, num=4001):

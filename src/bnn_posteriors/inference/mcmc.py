@@ -18,12 +18,14 @@ from numpyro.infer import MCMC, NUTS
 from numpyro.infer.util import constrain_fn, initialize_model, potential_energy
 
 
-def _check_budget(num_chains, num_warmup, num_samples):
-    for name, v in (("num_chains", num_chains), ("num_warmup", num_warmup)):
-        if not (isinstance(v, int) and v >= (1 if name == "num_chains" else 0)):
-            raise ValueError(f"{name} must be a non-negative integer (chains ≥ 1), got {v!r}")
-    if not (isinstance(num_samples, int) and num_samples >= 1):
-        raise ValueError(f"num_samples must be a positive integer, got {num_samples!r}")
+def _check_budget(num_chains, num_warmup, num_samples, min_warmup=0):
+    for name, v, least in (
+        ("num_chains", num_chains, 1),
+        ("num_warmup", num_warmup, min_warmup),
+        ("num_samples", num_samples, 1),
+    ):
+        if isinstance(v, bool) or not (isinstance(v, int) and v >= least):
+            raise ValueError(f"{name} must be an integer ≥ {least}, got {v!r}")
 
 
 def log_joint_fn(rng_key, model, model_kwargs: dict):
@@ -110,7 +112,7 @@ def nuts(
     ...); ``stats`` holds per-chain ``step_size`` (chains,) and
     ``acceptance_rate``, ``num_steps``, ``diverging`` (chains, samples).
     """
-    _check_budget(num_chains, num_warmup, num_samples)
+    _check_budget(num_chains, num_warmup, num_samples, min_warmup=1)  # window adaptation
     key_init, key_warm, key_sample = jax.random.split(rng_key, 3)
     if init_positions is None:
         init_positions = jax.vmap(lambda k: log_joint_fn(k, model, model_kwargs)[1])(
@@ -120,6 +122,12 @@ def nuts(
     if set(lead.values()) != {num_chains}:
         raise ValueError(f"init_positions need a leading axis of {num_chains} chains, got {lead}")
     arrays, static = split_kwargs(model_kwargs)
+    try:
+        hash(static)
+    except TypeError:
+        raise TypeError(
+            f"non-array model settings must be hashable (use tuples, not lists): {dict(static)}"
+        ) from None
     run = _compiled_nuts(model, static, num_warmup, num_samples, float(target_acceptance_rate))
     return run(
         jax.random.split(key_warm, num_chains),

@@ -111,6 +111,8 @@ def fit_mfvi_narrow(
     up to ``max_depth`` share one compiled program (:func:`narrow_negative_elbo`).
     Returns ``dict(mu (L,), s (L,), elbo)``.
     """
+    if isinstance(num_starts, bool) or not (isinstance(num_starts, int) and num_starts >= 1):
+        raise ValueError(f"num_starts must be a positive integer, got {num_starts!r}")
     if not (isinstance(depth, int) and 1 <= depth <= max_depth):
         raise ValueError(f"depth must be an integer in 1..{max_depth}, got {depth!r}")
     x, y = jnp.asarray(x), jnp.asarray(y)

@@ -1,0 +1,180 @@
+"""Priors and the symmetries of neural networks ([SAP] App. B).
+
+Sign flips leave symmetric zero-centred factorised priors invariant (Prop. B.4); a pairwise
+positive scaling (θ1, θ2) → (cθ1, θ2/c) does not, except at c = 1 and c = |θ2/θ1|, the scaling
+that swaps the two magnitudes (Prop. B.10). With a bias, w2·φ(w1·x + b1), the scaling
+(w1, b1, w2) → (c·w1, c·b1, w2/c) has one more root (the counterexample of App. B.2, Fig. 6);
+so has a scaling that swaps weights across distant layers (App. B.2, last paragraphs).
+
+Conventions: a *gap* is log p(original) − log p(transformed), zero iff the prior is invariant.
+[SAP]'s ϖ(c) of Prop. B.10 is −``pairwise_scaling_gap``. Priors are zero-mean, factorised,
+``kind`` ∈ {"gaussian", "laplace"} with standard deviation / Laplace scale ``scale``.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy import stats
+from scipy import optimize
+
+from .models import positive, positive_array
+
+KINDS = ("gaussian", "laplace")
+
+
+def _logpdf(x, kind: str, scale: float):
+    """Elementwise log density of the zero-mean prior ``kind`` with ``scale``."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown prior kind {kind!r}; choose one of {', '.join(KINDS)}")
+    scale = positive("scale", scale)
+    x = jnp.asarray(x, dtype=float)
+    if kind == "gaussian":
+        return stats.norm.logpdf(x, 0.0, scale)
+    return stats.laplace.logpdf(x, 0.0, scale)
+
+
+def log_prior(theta, kind: str = "gaussian", scale: float = 1.0):
+    """Factorised zero-mean log prior log p(θ) = Σ_j log p(θ_j); ``theta`` (..., d) → (...).
+
+    Gaussian: log N(θ_j; 0, scale²). Laplace: −|θ_j|/scale − log(2·scale).
+    """
+    return jnp.sum(_logpdf(jnp.atleast_1d(jnp.asarray(theta, dtype=float)), kind, scale), axis=-1)
+
+
+def sign_flip_gap(theta, signs, kind: str = "gaussian", scale: float = 1.0):
+    """log p(θ) − log p(Σθ) for Σ = diag(ς), ς ∈ {−1, 1}^d ([SAP] Prop. B.4: it is 0).
+
+    ``theta`` (..., d), ``signs`` broadcastable to it → (...).
+    """
+    signs = np.asarray(signs)
+    if not np.all(np.isin(signs, (-1, 1))):
+        raise ValueError(f"signs must all be -1 or +1, got {signs.tolist()!r}")
+    theta = jnp.asarray(theta, dtype=float)
+    return log_prior(theta, kind, scale) - log_prior(signs * theta, kind, scale)
+
+
+def pairwise_scaling_gap(theta1, theta2, c, kind: str = "gaussian", scale: float = 1.0):
+    """log p(θ1) + log p(θ2) − log p(cθ1) − log p(θ2/c), i.e. −ϖ(c) of [SAP] Prop. B.10.
+
+    Gaussian: [θ1²(c² − 1) + θ2²(1/c² − 1)] / (2 scale²) = (c² − 1)(θ1²c² − θ2²) / (2 scale² c²).
+    Laplace: [|θ1|(c − 1) + |θ2|(1/c − 1)] / scale = (c − 1)(|θ1|c − |θ2|) / (scale c).
+    Arrays ``theta1``, ``theta2``, ``c`` (c > 0) broadcast together.
+    """
+    c = positive_array("c", c)
+    return (
+        _logpdf(theta1, kind, scale)
+        + _logpdf(theta2, kind, scale)
+        - _logpdf(c * jnp.asarray(theta1), kind, scale)
+        - _logpdf(jnp.asarray(theta2) / c, kind, scale)
+    )
+
+
+def _distinct_positive_roots(numerator: float, denominator: float) -> np.ndarray:
+    """Sorted distinct positive roots of (c − 1)(|denominator|·c − |numerator|) = 0."""
+    numerator, denominator = abs(float(numerator)), abs(float(denominator))
+    if numerator == 0.0 and denominator == 0.0:
+        raise ValueError("all parameters are zero: the prior is invariant for every c > 0")
+    if numerator == 0.0 or denominator == 0.0:
+        return np.array([1.0])
+    return np.unique([1.0, numerator / denominator])
+
+
+def pairwise_scaling_roots(theta1: float, theta2: float, kind: str = "gaussian") -> np.ndarray:
+    """Positive roots c of the pairwise scaling gap ([SAP] Prop. B.10): {1, |θ2/θ1|}, sorted.
+
+    Both kinds factorise the gap as (c − 1)·(…) (see :func:`pairwise_scaling_gap`); the scale
+    only multiplies it. One root (c = 1) when θ1 or θ2 is 0; ValueError when both are 0 (then
+    the gap vanishes for every c). Scalars in, array (1,) or (2,) out.
+    """
+    _logpdf(0.0, kind, 1.0)  # validates kind
+    return _distinct_positive_roots(theta2, theta1)
+
+
+def positive_roots(f, grid) -> np.ndarray:
+    """Numerical roots of a scalar function on a grid: brentq on each sign change of f, sorted.
+
+    ``f`` maps an array (n,) of c values to (n,) and a scalar to a scalar; ``grid`` (n,) is
+    increasing. Grid points where f is exactly 0 count as roots; tangential (double) roots
+    without a sign change are not found. Used to check the closed forms of this module.
+    """
+    grid = np.asarray(grid, dtype=float)
+    if grid.ndim != 1 or grid.size < 2 or not np.all(np.diff(grid) > 0):
+        raise ValueError(f"grid must be an increasing 1-D array of >= 2 points, got {grid.shape}")
+    values = np.asarray(f(grid), dtype=float)
+    if values.shape != grid.shape:
+        raise ValueError(f"f(grid) must have the grid's shape {grid.shape}, got {values.shape}")
+    roots = list(grid[values == 0.0])
+    scalar = lambda c: float(f(c))
+    for i in np.flatnonzero(values[:-1] * values[1:] < 0):
+        roots.append(optimize.brentq(scalar, grid[i], grid[i + 1], xtol=1e-14, rtol=1e-14))
+    return np.sort(np.asarray(roots, dtype=float))
+
+
+def _normal_pdf(x, scale: float):
+    return np.exp(-0.5 * (x / scale) ** 2) / (scale * np.sqrt(2.0 * np.pi))
+
+
+def counterexample_h(c, w1: float = 0.5, w2: float = 0.8, b1: float = 0.9, scale: float = 1.0):
+    """h(c) = p(b1)p(w1)p(w2) − p(b1 c)p(w1 c)p(w2/c), N(0, scale²) densities ([SAP] App. B.2).
+
+    The network w2·φ(w1·x + b1) is invariant under (w1, b1, w2) → (c·w1, c·b1, w2/c) for ReLU φ;
+    h(c) = 0 where its prior is too (Fig. 6). NumPy float64 so roots resolve to ~1e-16.
+    ``c`` (...) with c > 0 → (...).
+    """
+    scale = positive("scale", scale)
+    c = np.asarray(c, dtype=float)
+    if not np.all(np.isfinite(c) & (c > 0)):
+        raise ValueError(f"c must be positive everywhere, got {c.tolist()!r}")
+    base = _normal_pdf(b1, scale) * _normal_pdf(w1, scale) * _normal_pdf(w2, scale)
+    return base - _normal_pdf(b1 * c, scale) * _normal_pdf(w1 * c, scale) * _normal_pdf(
+        w2 / c, scale
+    )
+
+
+def counterexample_roots(w1: float = 0.5, w2: float = 0.8, b1: float = 0.9) -> np.ndarray:
+    """Positive roots of h ([SAP] App. B.2): c = 1 and c = |w2| / √(w1² + b1²), sorted.
+
+    h(c) = 0 ⇔ (b1² + w1²)(c² − 1) + w2²(1/c² − 1) = 0 ⇔ (c² − 1)((b1² + w1²)c² − w2²) = 0,
+    independent of the prior scale: Prop. B.10 with θ1 = ‖(w1, b1)‖, θ2 = w2. Scalars in.
+    """
+    return _distinct_positive_roots(w2, np.hypot(w1, b1))
+
+
+def counterexample_excluded(w1: float = 0.5, w2: float = 0.8, b1: float = 0.9) -> np.ndarray:
+    """The values [SAP] App. B.2 excludes as trivial or permutations: {1, w2/w1, w2/b1}, sorted."""
+    return np.unique([1.0, w2 / w1, w2 / b1])
+
+
+def distant_scaling(w, c, layer: int):
+    """Distant-layer scaling of [SAP] App. B.2 on per-layer scalar weights w = (w_1, …, w_L).
+
+    With l = ``layer`` (1-based as in the paper, l ≥ 3), sets w_{l+1} := c·w_1 and
+    w_l := w_2/c, then scales (w_1, w_2, w_l, w_{l+1}) by (c, 1/c, c, 1/c). The product ∏w
+    (the narrow network) is unchanged, and the scaled weights are the related ones with layers
+    1 ↔ l+1 and 2 ↔ l swapped, so a factorised i.i.d. prior is invariant (the text's "w_1 and
+    w_2 scaled with c" gives no invariance with this relation). ``w`` (..., L) with L ≥ 4,
+    ``c`` > 0 broadcastable to (...) → (related, scaled), both (..., L).
+    """
+    w = jnp.asarray(w, dtype=float)
+    n_layers = w.shape[-1] if w.ndim else 0
+    if n_layers < 4:
+        raise ValueError(f"w must have at least 4 layers on its last axis, got shape {w.shape}")
+    if isinstance(layer, bool) or not isinstance(layer, int | np.integer):
+        raise ValueError(f"layer must be an integer, got {layer!r}")
+    if not 3 <= layer <= n_layers - 1:
+        raise ValueError(f"layer must lie in [3, {n_layers - 1}] (1-based l of [SAP]), got {layer}")
+    c = positive_array("c", c)[..., None]
+    i, j = int(layer) - 1, int(layer)  # 0-based positions of w_l and w_{l+1}
+    related = w.at[..., j].set(c[..., 0] * w[..., 0]).at[..., i].set(w[..., 1] / c[..., 0])
+    powers = jnp.zeros(n_layers).at[jnp.array([0, 1, i, j])].set(jnp.array([1.0, -1.0, 1.0, -1.0]))
+    return related, related * c**powers
+
+
+def distant_scaling_gap(w, c, layer: int, kind: str = "gaussian", scale: float = 1.0):
+    """log p(related) − log p(scaled) for :func:`distant_scaling` ([SAP] App. B.2): it is 0.
+
+    ``w`` (..., L) → (...).
+    """
+    related, scaled = distant_scaling(w, c, layer)
+    return log_prior(related, kind, scale) - log_prior(scaled, kind, scale)
