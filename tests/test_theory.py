@@ -367,7 +367,7 @@ def test_log_abs_product_density_rejects_bad_depth(depth):
     "u", [np.array([0.0, 1.0]), np.array([0.0, 0.1, 0.5, 0.6]), np.zeros((3, 3))]
 )
 def test_log_abs_product_density_rejects_bad_grid(u):
-    with pytest.raises(ValueError, match="u must be a uniform 1-D grid"):
+    with pytest.raises(ValueError, match="u must be a uniform, increasing 1-D grid"):
         theory.log_abs_product_density(2, 1.0, u)
 
 

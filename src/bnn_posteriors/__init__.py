@@ -1,7 +1,8 @@
 """Helper package of the book *Posteriors of Bayesian neural networks*.
 
 Modules: ``profiles`` (run budgets), ``claims`` (claim checks), ``scorecard``,
-``data`` (the data registry), ``nets`` (MLPs as pytrees), ``models`` (NumPyro
+``data`` (the data registry), ``nets`` (MLPs as pytrees and their symmetries),
+``symmetry`` (priors under symmetries), ``models`` (NumPyro
 models), ``inference`` (NUTS, MFVI), ``metrics``, ``theory`` (closed forms) and
 ``plotting``.
 """

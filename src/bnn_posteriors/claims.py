@@ -141,32 +141,25 @@ def record_path(claim_id: str, profile: str, directory: Path | None = None) -> P
 # --------------------------------------------------------------------------- provenance
 
 
-@functools.cache
-def _git_commit(root: Path | None) -> str | None:
-    """Short hash of the repository's HEAD, with "+dirty" if tracked files were modified."""
-    if root is None:
-        return None
+def _git(root: Path, *args: str) -> str | None:
+    """Output of ``git -C root args`` (stripped), or None where git or the repository is missing."""
     try:
         done = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10, check=False
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    if done.returncode != 0 or not done.stdout.strip():
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+@functools.cache
+def _git_commit(root: Path | None) -> str | None:
+    """Short hash of the repository's HEAD, with "+dirty" if tracked files were modified."""
+    head = _git(root, "rev-parse", "--short", "HEAD") if root is not None else None
+    if not head:
         return None
-    dirty = subprocess.run(
-        ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-        capture_output=True,
-        text=True,
-        timeout=10,
-        check=False,
-    ).stdout.strip()
     # "+dirty": the run used tracked files that differ from the commit.
-    return done.stdout.strip() + ("+dirty" if dirty else "")
+    return head + ("+dirty" if _git(root, "status", "--porcelain", "--untracked-files=no") else "")
 
 
 @functools.cache

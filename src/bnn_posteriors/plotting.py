@@ -20,6 +20,7 @@ OKABE_ITO = (
 STYLE = {
     "figure.figsize": (7.0, 3.6),
     "figure.dpi": 110,
+    "figure.constrained_layout.use": True,
     "savefig.dpi": 150,
     "savefig.bbox": "tight",
     "axes.prop_cycle": mpl.cycler(color=OKABE_ITO),

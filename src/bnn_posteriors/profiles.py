@@ -68,6 +68,7 @@ _CHAPTERS: dict[str, dict] = {
             "n_max": 200,  # rows used, as the authors' datapoint_limit
             "sigma": 1.0,  # observation noise of the model (fixed)
             "tau2s": (1.0, 0.1, 0.01, 0.001),  # prior variances of Fig. 2, extended downwards
+            "tau2s_figure": (1.0, 0.1),  # the two panels of the authors' Fig. 2
             "mlp_widths": ((3, 8, 8, 1), (2, 16, 16, 16, 2)),
             "n_mlps": 5,
             "n_prior_draws": 10_000,
