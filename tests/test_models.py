@@ -225,3 +225,11 @@ def test_narrow_network_rejects_mismatched_prior_shapes():
     with pytest.raises(ValueError, match="tau and prior_loc must be scalars or of shape"):
         with handlers.seed(rng_seed=0):
             models.narrow_network(np.ones(3), depth=2, tau=(1.0, 1.0, 1.0))
+
+
+def test_mlp_regression_without_bias_has_only_weight_sites():
+    tr = trace(models.mlp_regression, x=XM, y=YM, widths=WIDTHS, bias=False, noise=0.5)
+    latent = {k for k, v in tr.items() if v["type"] == "sample" and not v["is_observed"]}
+    assert latent == {"W0", "W1"}
+    params = [{"W": tr["W0"]["value"]}, {"W": tr["W1"]["value"]}]
+    np.testing.assert_allclose(tr["mean"]["value"], nets.mlp_apply(params, XM)[:, 0], rtol=1e-6)

@@ -163,3 +163,29 @@ def test_narrow_apply_batches_over_leading_axes():
     assert got.shape == (4, 2, 6)
     expected = np.prod(w, axis=-1)[..., None] * x
     np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-5)
+
+
+def test_bias_free_mlp_has_no_bias_and_matches_reference():
+    params = nets.mlp_init(jax.random.key(3), WIDTHS, scale=0.7, bias=False)
+    assert all(set(layer) == {"W"} for layer in params)
+    x = np.random.default_rng(0).normal(size=(6, WIDTHS[0]))
+    h = x
+    for layer in params[:-1]:
+        h = np.maximum(h @ np.asarray(layer["W"]), 0.0)
+    np.testing.assert_allclose(
+        nets.mlp_apply(params, x), h @ np.asarray(params[-1]["W"]), rtol=1e-6
+    )
+    # the bias-free net is the biased one with zero biases
+    with_zero_bias = [{**layer, "b": jnp.zeros(layer["W"].shape[1])} for layer in params]
+    np.testing.assert_allclose(nets.mlp_apply(params, x), nets.mlp_apply(with_zero_bias, x))
+
+
+def test_symmetries_of_bias_free_mlp_keep_function():
+    params = nets.mlp_init(jax.random.key(4), WIDTHS, bias=False)
+    x = np.random.default_rng(1).normal(size=(5, WIDTHS[0]))
+    f = nets.mlp_apply(params, x)
+    permuted = nets.permute_hidden(params, 0, np.array([4, 2, 0, 1, 3]))
+    rescaled = nets.rescale_neuron(params, 1, 2, 3.5)
+    for new in (permuted, rescaled):
+        assert all(set(layer) == {"W"} for layer in new)
+        np.testing.assert_allclose(nets.mlp_apply(new, x), f, rtol=1e-5, atol=1e-6)

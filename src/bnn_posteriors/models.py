@@ -96,10 +96,12 @@ def mlp_regression(
     prior_scale: float = 1.0,
     noise: float | None = None,
     output_scale: float = 1.0,
+    bias: bool = True,
 ):
     """Bayesian MLP for mean regression ([SAP] §5, App. D).
 
-    Every weight and bias ~ N(0, prior_scale²); y_i ~ N(f(x_i), σ²) with σ fixed to
+    Every weight and bias ~ N(0, prior_scale²) (no biases if ``bias`` is false, as the
+    two-layer nets of [SAP] App. E); y_i ~ N(f(x_i), σ²) with σ fixed to
     ``noise`` or, if ``noise`` is None, log σ ~ N(0, 1) sampled (site ``log_sigma``).
     ``x``: (n, d_in), ``y``: (n,). ``widths`` = (d_in, hidden..., 1).
     """
@@ -110,8 +112,12 @@ def mlp_regression(
     params = []
     for i, (d_in, d_out) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
         W = numpyro.sample(f"W{i}", dist.Normal(0.0, prior_scale).expand([d_in, d_out]).to_event(2))
-        b = numpyro.sample(f"b{i}", dist.Normal(0.0, prior_scale).expand([d_out]).to_event(1))
-        params.append({"W": W, "b": b})
+        layer = {"W": W}
+        if bias:
+            layer["b"] = numpyro.sample(
+                f"b{i}", dist.Normal(0.0, prior_scale).expand([d_out]).to_event(1)
+            )
+        params.append(layer)
     if noise is None:
         sigma = jnp.exp(numpyro.sample("log_sigma", dist.Normal(0.0, 1.0)))
     else:

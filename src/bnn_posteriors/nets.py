@@ -40,26 +40,37 @@ def check_widths(widths: Sequence[int]) -> tuple[int, ...]:
     return widths
 
 
-def mlp_init(rng_key, widths: Sequence[int], scale: float = 1.0) -> list[dict]:
+def mlp_init(
+    rng_key, widths: Sequence[int], scale: float = 1.0, *, bias: bool = True
+) -> list[dict]:
     """Draw MLP parameters with every weight and bias i.i.d. N(0, scale²).
 
-    ``widths = (d_in, h_1, ..., d_out)``; returns ``[{"W": (h_l, h_{l+1}), "b": (h_{l+1},)}]``.
+    ``widths = (d_in, h_1, ..., d_out)``; returns ``[{"W": (h_l, h_{l+1}), "b": (h_{l+1},)}]``,
+    without the ``"b"`` entries if ``bias`` is false (the bias-free nets of [SAP] App. E).
     """
     widths = check_widths(widths)
     if not scale > 0:
         raise ValueError(f"scale must be positive, got {scale}")
     keys = jax.random.split(rng_key, 2 * (len(widths) - 1))
-    return [
-        {
-            "W": scale * jax.random.normal(keys[2 * i], (d_in, d_out)),
-            "b": scale * jax.random.normal(keys[2 * i + 1], (d_out,)),
-        }
-        for i, (d_in, d_out) in enumerate(zip(widths[:-1], widths[1:], strict=True))
-    ]
+    layers = []
+    for i, (d_in, d_out) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
+        layer = {"W": scale * jax.random.normal(keys[2 * i], (d_in, d_out))}
+        if bias:
+            layer["b"] = scale * jax.random.normal(keys[2 * i + 1], (d_out,))
+        layers.append(layer)
+    return layers
+
+
+def _affine(h, layer: dict):
+    """h W + b, or h W for a layer without a ``"b"`` entry."""
+    out = h @ layer["W"]
+    return out + layer["b"] if "b" in layer else out
 
 
 def mlp_apply(params: list[dict], x, activation_name: str = "relu", output_scale: float = 1.0):
     """Forward pass f(x) = W_K φ(... φ(x W_1 + b_1) ...) + b_K, times ``output_scale``.
+
+    Layers without a ``"b"`` entry have no bias.
 
     ``x``: (n, d_in) → (n, d_out). ``output_scale`` = 1/N gives the mean-field
     scaling of [TEMP].
@@ -69,8 +80,8 @@ def mlp_apply(params: list[dict], x, activation_name: str = "relu", output_scale
     if h.ndim != 2 or h.shape[1] != params[0]["W"].shape[0]:
         raise ValueError(f"x must have shape (n, {params[0]['W'].shape[0]}), got {tuple(h.shape)}")
     for layer in params[:-1]:
-        h = phi(h @ layer["W"] + layer["b"])
-    return output_scale * (h @ params[-1]["W"] + params[-1]["b"])
+        h = phi(_affine(h, layer))
+    return output_scale * _affine(h, params[-1])
 
 
 def flatten(params):
@@ -122,7 +133,8 @@ def _scale_neuron(params, layer: int, neuron: int, c_in, c_out) -> list[dict]:
     """Multiply a unit's in-weights and bias by ``c_in`` and its out-weights by ``c_out``."""
     new = [dict(p) for p in params]
     new[layer]["W"] = jnp.asarray(params[layer]["W"]).at[:, neuron].multiply(c_in)
-    new[layer]["b"] = jnp.asarray(params[layer]["b"]).at[neuron].multiply(c_in)
+    if "b" in params[layer]:
+        new[layer]["b"] = jnp.asarray(params[layer]["b"]).at[neuron].multiply(c_in)
     new[layer + 1]["W"] = jnp.asarray(params[layer + 1]["W"]).at[neuron, :].multiply(c_out)
     return new
 
@@ -148,7 +160,8 @@ def permute_hidden(params: list[dict], layer: int, perm) -> list[dict]:
         )
     new = [dict(p) for p in params]
     new[layer]["W"] = jnp.asarray(params[layer]["W"])[:, perm]
-    new[layer]["b"] = jnp.asarray(params[layer]["b"])[perm]
+    if "b" in params[layer]:
+        new[layer]["b"] = jnp.asarray(params[layer]["b"])[perm]
     new[layer + 1]["W"] = jnp.asarray(params[layer + 1]["W"])[perm, :]
     return new
 
