@@ -12,7 +12,7 @@ import jupytext
 import yaml
 from nbval.plugin import IPyNbFile
 
-from bnn_posteriors.cli import toc_files
+from bnn_posteriors.book import toc_files
 
 ROOT = Path(__file__).resolve().parent
 

@@ -107,6 +107,30 @@ def test_samplers_reject_bad_budgets(sampler, change, message):
         sampler(jax.random.key(0), models.narrow_network, KWARGS, **{**BUDGET, **change})
 
 
+def test_nuts_caps_the_tree_depth():
+    samples, stats = mcmc.nuts(
+        jax.random.key(3), models.narrow_network, KWARGS, max_num_doublings=1, **BUDGET
+    )
+    assert int(stats["num_steps"].max()) <= 1  # depth 1: a single leapfrog step
+    check_conjugate_draws(samples["w"])
+    with pytest.raises(ValueError, match="max_num_doublings must be an integer ≥ 1"):
+        mcmc.nuts(jax.random.key(3), models.narrow_network, KWARGS, max_num_doublings=0, **BUDGET)
+
+
+def test_warm_starts_find_the_posterior_mode_of_every_chain():
+    positions, potential = mcmc.warm_starts(
+        jax.random.key(4), models.narrow_network, KWARGS, num_chains=3, num_steps=500
+    )
+    assert positions["w"].shape == (3, 1) and potential.shape == (3,)
+    np.testing.assert_allclose(positions["w"][:, 0], POST_MEAN, atol=1e-3)  # Gaussian: mode = mean
+    with pytest.raises(ValueError, match="num_chains must be an integer ≥ 1"):
+        mcmc.warm_starts(jax.random.key(4), models.narrow_network, KWARGS, num_chains=0)
+    with pytest.raises(ValueError, match="init_scale must be positive"):
+        mcmc.warm_starts(
+            jax.random.key(4), models.narrow_network, KWARGS, num_chains=2, init_scale=0.0
+        )
+
+
 def test_blackjax_nuts_needs_warmup_for_its_adaptation():
     with pytest.raises(ValueError, match="num_warmup must be an integer ≥ 1"):
         mcmc.nuts(jax.random.key(0), models.narrow_network, KWARGS, **{**BUDGET, "num_warmup": 0})

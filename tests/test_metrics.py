@@ -110,3 +110,26 @@ def test_ks_to_normal_rejects_non_positive_scale(scale):
 def test_lppd_rejects_a_scalar_mean():
     with pytest.raises(ValueError, match="mean must end in"):
         metrics.lppd(np.zeros(3), 0.0, 1.0)
+
+
+# --- dip test -------------------------------------------------------------------------------
+
+
+def test_dip_test_separates_unimodal_from_bimodal():
+    rng = np.random.default_rng(0)
+    unimodal = rng.normal(size=(2, 3, 500))
+    bimodal = np.concatenate([rng.normal(-3, 1, 250), rng.normal(3, 1, 250)])
+    dip, p = metrics.dip_test(unimodal)
+    assert dip.shape == p.shape == (2, 3)
+    assert np.all(p > 0.05)
+    dip_b, p_b = metrics.dip_test(bimodal)
+    assert p_b.shape == () and float(p_b) < 1e-3 and float(dip_b) > dip.max()
+
+
+@pytest.mark.parametrize(
+    ("samples", "message"),
+    [(np.zeros(3), "at least 4 draws"), (np.array([0.0, 1.0, np.nan, 2.0, 3.0]), "finite")],
+)
+def test_dip_test_rejects_bad_samples(samples, message):
+    with pytest.raises(ValueError, match=message):
+        metrics.dip_test(samples)

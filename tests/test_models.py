@@ -233,3 +233,15 @@ def test_mlp_regression_without_bias_has_only_weight_sites():
     assert latent == {"W0", "W1"}
     params = [{"W": tr["W0"]["value"]}, {"W": tr["W1"]["value"]}]
     np.testing.assert_allclose(tr["mean"]["value"], nets.mlp_apply(params, XM)[:, 0], rtol=1e-6)
+
+
+def test_mlp_prior_sites_and_shapes():
+    tr = trace(lambda: models.mlp_prior((2, 3, 1), 0.5, bias=True))
+    assert {k: tuple(v["value"].shape) for k, v in tr.items()} == {
+        "W0": (2, 3),
+        "b0": (3,),
+        "W1": (3, 1),
+        "b1": (1,),
+    }
+    assert float(tr["W0"]["fn"].base_dist.base_dist.scale) == 0.5
+    assert set(trace(lambda: models.mlp_prior((2, 3, 1), 1.0, bias=False))) == {"W0", "W1"}

@@ -96,3 +96,14 @@ def test_chapters_view_is_read_only():
     assert CHAPTER in view
     with pytest.raises(TypeError):
         view["new"] = {}
+
+
+def test_versions_report_names_profile_seed_and_packages():
+    cfg = profiles.settings("01_narrow_networks", "quick")
+    report = profiles.versions_report(cfg, extra=("pytest", "no-such-package-xyz"))
+    first, second = report.splitlines()
+    assert first.startswith(f"profile quick, seed {cfg.seed}, python ")
+    assert "jax " in second and "numpyro " in second and "pytest " in second
+    assert "no-such-package-xyz not installed" in second
+    with pytest.raises(ValueError, match="settings object"):
+        profiles.versions_report(object())

@@ -55,7 +55,7 @@ def test_a_failed_check_of_the_latest_run_decides_the_status():
 def test_scorecard_markdown_has_a_row_per_claim():
     long_value = list(range(100))
     records = [record("C1.2", "quick", "reproduced", "2025-01-03T00:00:00+00:00", long_value)]
-    text = scorecard.scorecard_markdown(scorecard.scorecard(records))
+    text = scorecard.scorecard_markdown(scorecard.scorecard(records, links={}))
     lines = text.strip().splitlines()
     assert lines[0].startswith("| Claim | What | Source | quick | full |")
     body = lines[2:]
@@ -64,7 +64,7 @@ def test_scorecard_markdown_has_a_row_per_claim():
         assert line.startswith(f"| {claim['id']} |")
         assert line.count(" | ") == 6
     row = next(line for line in body if line.startswith("| C1.2 |"))
-    assert "✅ reproduced" in row and "[0, 1, 2, …]" in row
+    assert "✓ reproduced" in row and "[0, 1, 2, …]" in row
     assert max(len(line) for line in body) < 250
 
 
@@ -78,3 +78,37 @@ def test_claims_does_not_import_scorecard():
             imported.add(node.module or "")
             imported.update(f"{node.module}.{alias.name}" for alias in node.names)
     assert not any("scorecard" in name for name in imported), imported
+
+
+def test_scorecard_links_claims_to_their_sections():
+    rows = scorecard.scorecard([], links={"C1.2": "01_narrow_networks.md#weight-decay"})
+    text = scorecard.scorecard_markdown(rows)
+    assert "| [C1.2](01_narrow_networks.md#weight-decay) |" in text
+    assert "| C1.1 |" in text  # no link known: the plain id
+    # by default the links come from the book's chapters
+    default = {row["id"]: row["link"] for row in scorecard.scorecard([])}
+    assert default["C3.4"].startswith("03_symmetries.md#")
+
+
+def test_not_reproduced_markdown_lists_only_failures():
+    records = [
+        record("C1.2", "quick", "reproduced", "2025-01-03T00:00:00+00:00"),
+        record("C1.6", "full", "not reproduced", "2025-01-03T00:00:00+00:00", 0.5),
+    ]
+    text = scorecard.not_reproduced_markdown(scorecard.scorecard(records, links={}))
+    lines = text.strip().splitlines()
+    assert lines[0] == "| Claim | What | profile | measured | expected |"
+    assert len(lines) == 3 and lines[2].startswith("| C1.6 |") and "| full |" in lines[2]
+    assert scorecard.not_reproduced_markdown(scorecard.scorecard([], links={})).startswith(
+        "Every claim that has been run reproduced"
+    )
+
+
+def test_summary_markdown_has_a_row_per_profile():
+    rows = scorecard.scorecard(
+        [record("C1.2", "quick", "reproduced", "2025-01-03T00:00:00+00:00")], links={}
+    )
+    lines = scorecard.summary_markdown(scorecard.summary(rows)).strip().splitlines()
+    assert lines[0].startswith("| profile | reproduced | not reproduced |")
+    quick = next(line for line in lines if line.startswith("| quick |"))
+    assert quick.split(" | ")[1] == "1"

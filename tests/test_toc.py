@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bnn_posteriors.cli import toc_files
+from bnn_posteriors.book import toc_files
 
 yaml = pytest.importorskip("yaml")
 

@@ -20,22 +20,6 @@ from bnn_posteriors import claims, profiles, scorecard
 WIDTH = 100  # terminal columns of the scorecard table
 
 
-def toc_files(node) -> Iterator[str]:
-    """Every document of a Jupyter Book ``_toc.yml`` (``root`` and ``file`` entries, in order).
-
-    ``node`` is the parsed YAML; entries are yielded without a ``.md``/``.ipynb`` suffix.
-    """
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key in ("root", "file") and isinstance(value, str):
-                yield value.removesuffix(".md").removesuffix(".ipynb")
-            else:
-                yield from toc_files(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from toc_files(item)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``bnn-posteriors`` (sub-commands ``run`` and ``claims``)."""
     parser = argparse.ArgumentParser(

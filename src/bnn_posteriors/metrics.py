@@ -1,4 +1,4 @@
-"""Predictive metrics: LPPD ([SAP] eq. 18) and RMSE, and distances to a reference law."""
+"""Predictive metrics: LPPD ([SAP] eq. 18) and RMSE, distances to a reference law, dip test."""
 
 from __future__ import annotations
 
@@ -50,3 +50,82 @@ def ks_to_normal(samples, scale: float = 1.0, *, absolute: bool = False) -> floa
     if absolute:
         return ks_distance(np.abs(np.asarray(samples)), stats.halfnorm(scale=scale).cdf)
     return ks_distance(samples, stats.norm(scale=scale).cdf)
+
+
+def dip_test(samples) -> tuple[np.ndarray, np.ndarray]:
+    """Hartigan's dip test of unimodality (``diptest`` package) along the last axis.
+
+    ``samples``: (..., n) with n ≥ 4. Returns ``(dip, p_value)``, each of shape (...);
+    a small p-value rejects unimodality ([SAP] App. D.2, claim C2.2 uses p > 0.05).
+    """
+    import diptest
+
+    samples = np.asarray(samples, dtype=np.float64)
+    if samples.ndim == 0 or samples.shape[-1] < 4:
+        raise ValueError(f"samples need a last axis of at least 4 draws, got {samples.shape}")
+    if not np.all(np.isfinite(samples)):
+        raise ValueError("samples must be finite")
+    flat = samples.reshape(-1, samples.shape[-1])
+    out = np.array([diptest.diptest(row) for row in flat]).reshape(*samples.shape[:-1], 2)
+    return out[..., 0], out[..., 1]
+
+
+def _check_probs(probs, labels) -> tuple[np.ndarray, np.ndarray]:
+    """Validate class probabilities (n, C) (rows sum to 1) and integer labels (n,) in 0..C−1."""
+    probs, labels = np.asarray(probs, dtype=np.float64), np.asarray(labels)
+    if probs.ndim != 2 or probs.shape[1] < 2:
+        raise ValueError(f"probs must have shape (n, C) with C >= 2, got {probs.shape}")
+    if labels.shape != (probs.shape[0],):
+        raise ValueError(f"labels must have shape ({probs.shape[0]},), got {labels.shape}")
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"labels must be integers, got dtype {labels.dtype}")
+    if labels.size and (labels.min() < 0 or labels.max() >= probs.shape[1]):
+        raise ValueError(f"labels must lie in 0..{probs.shape[1] - 1}")
+    if not np.all(np.isfinite(probs)) or np.any(probs < 0):
+        raise ValueError("probs must be finite and non-negative")
+    if not np.allclose(probs.sum(axis=1), 1.0, atol=1e-4):
+        raise ValueError("every row of probs must sum to 1")
+    return probs, labels
+
+
+def accuracy(probs, labels) -> float:
+    """Fraction of inputs whose most probable class is the label; probs (n, C), labels (n,)."""
+    probs, labels = _check_probs(probs, labels)
+    return float(np.mean(np.argmax(probs, axis=1) == labels))
+
+
+def categorical_nll(probs, labels) -> float:
+    """Mean negative log predictive probability of the labels, −(1/n) Σ_i log p(y_i | x_i)."""
+    probs, labels = _check_probs(probs, labels)
+    picked = probs[np.arange(labels.size), labels]
+    return float(-np.mean(np.log(np.maximum(picked, np.finfo(np.float64).tiny))))
+
+
+def mean_confidence(probs) -> float:
+    """Mean over inputs of the largest class probability, conf(x) = max_c p_c(x) ([TEMP])."""
+    probs = np.asarray(probs, dtype=np.float64)
+    if probs.ndim != 2:
+        raise ValueError(f"probs must have shape (n, C), got {probs.shape}")
+    return float(np.mean(np.max(probs, axis=1)))
+
+
+def ece(probs, labels, n_bins: int = 15) -> float:
+    """Expected calibration error with ``n_bins`` equal-width confidence bins (Guo et al. 2017).
+
+    ECE = Σ_b (n_b / n) |acc_b − conf_b|, where bin b holds the inputs whose confidence
+    max_c p_c(x) lies in ((b−1)/B, b/B] (the first bin includes 0), acc_b is their accuracy
+    and conf_b their mean confidence. probs (n, C), labels (n,).
+    """
+    probs, labels = _check_probs(probs, labels)
+    if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 1:
+        raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}")
+    confidence = np.max(probs, axis=1)
+    correct = (np.argmax(probs, axis=1) == labels).astype(np.float64)
+    bins = np.clip(np.ceil(confidence * n_bins).astype(int) - 1, 0, n_bins - 1)
+    total = 0.0
+    for b in range(n_bins):
+        members = bins == b
+        if members.any():
+            gap = abs(correct[members].mean() - confidence[members].mean())
+            total += members.sum() / labels.size * gap
+    return float(total)

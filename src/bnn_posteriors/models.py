@@ -87,6 +87,23 @@ def narrow_network(
     numpyro.sample("y", dist.Normal(beta * x, sigma).to_event(1), obs=y)
 
 
+def mlp_prior(widths: Sequence[int], prior_scale: float, bias: bool = True) -> list[dict]:
+    """Sample sites ``W{i}`` (and ``b{i}``) with every entry ~ N(0, prior_scale²).
+
+    Returns the MLP parameter list of :mod:`bnn_posteriors.nets` (inside a model).
+    """
+    params = []
+    for i, (d_in, d_out) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
+        W = numpyro.sample(f"W{i}", dist.Normal(0.0, prior_scale).expand([d_in, d_out]).to_event(2))
+        layer = {"W": W}
+        if bias:
+            layer["b"] = numpyro.sample(
+                f"b{i}", dist.Normal(0.0, prior_scale).expand([d_out]).to_event(1)
+            )
+        params.append(layer)
+    return params
+
+
 def mlp_regression(
     x,
     y=None,
@@ -109,15 +126,7 @@ def mlp_regression(
     if widths[-1] != 1:
         raise ValueError(f"mean regression needs one output, got widths {widths}")
     prior_scale = positive("prior_scale", prior_scale)
-    params = []
-    for i, (d_in, d_out) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
-        W = numpyro.sample(f"W{i}", dist.Normal(0.0, prior_scale).expand([d_in, d_out]).to_event(2))
-        layer = {"W": W}
-        if bias:
-            layer["b"] = numpyro.sample(
-                f"b{i}", dist.Normal(0.0, prior_scale).expand([d_out]).to_event(1)
-            )
-        params.append(layer)
+    params = mlp_prior(widths, prior_scale, bias)
     if noise is None:
         sigma = jnp.exp(numpyro.sample("log_sigma", dist.Normal(0.0, 1.0)))
     else:
@@ -125,3 +134,36 @@ def mlp_regression(
     mean = nets.mlp_apply(params, x, activation, output_scale)[..., 0]
     numpyro.deterministic("mean", mean)
     numpyro.sample("y", dist.Normal(mean, sigma).to_event(1), obs=y)
+
+
+def mlp_classification(
+    x,
+    y=None,
+    *,
+    widths: Sequence[int],
+    activation: str = "relu",
+    prior_scale: float = 1.0,
+    output_scale: float = 1.0,
+    bias: bool = True,
+    subsample_size: int | None = None,
+):
+    """Bayesian MLP classifier: softmax of the network's logits ([TEMP] experiments).
+
+    Every weight and bias ~ N(0, prior_scale²) (sites ``W{i}``, ``b{i}``; no biases if
+    ``bias`` is false); y_i ~ Categorical(softmax(f(x_i))). ``x``: (n, d_in), ``y``: (n,)
+    integer labels in 0..d_out−1. ``widths`` = (d_in, hidden..., d_out). With
+    ``subsample_size`` the likelihood sees a random minibatch per call, rescaled by
+    n / subsample_size (``numpyro.plate`` subsampling), as in Bayes by Backprop.
+    """
+    widths = nets.check_widths(widths)
+    if widths[-1] < 2:
+        raise ValueError(f"classification needs at least two outputs, got widths {widths}")
+    prior_scale = positive("prior_scale", prior_scale)
+    params = mlp_prior(widths, prior_scale, bias)
+    x = jnp.asarray(x)
+    n = x.shape[0]
+    if y is not None and jnp.shape(y) != (n,):
+        raise ValueError(f"y must have shape ({n},), got {jnp.shape(y)}")
+    with numpyro.plate("data", n, subsample_size=subsample_size) as idx:
+        logits = nets.mlp_apply(params, x[idx], activation, output_scale)
+        numpyro.sample("y", dist.Categorical(logits=logits), obs=None if y is None else y[idx])

@@ -8,7 +8,9 @@ overridden with ``BNN_SEED``.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import platform
 from types import MappingProxyType, SimpleNamespace
 
 PROFILES = ("quick", "full")
@@ -36,7 +38,8 @@ _CHAPTERS: dict[str, dict] = {
         },
         "quick": {
             "num_chains": 4,
-            "num_warmup": 500,
+            "num_warmup": 1000,  # 500 left a chain stuck at L = 6 on one CPU (R-hat 1.31)
+            "target_acceptance_rate": 0.99,  # smaller steps: fewer divergences in the funnel
             "num_samples": 500,
             "n_starts": 256,
             "opt_steps": 1000,
@@ -59,6 +62,81 @@ _CHAPTERS: dict[str, dict] = {
             "svi_steps": 20000,
             "svi_particles": 64,
             "kl_mc_samples": 1_000_000,
+        },
+    },
+    "02_convexified_relu": {
+        "seed": 20250202,
+        "common": {
+            "dataset": "airfoil",  # [SAP] App. D.2
+            "split_seed": 1,  # the first of the authors' three splits
+            "widths_hidden": (8, 64),  # hidden neurons of Figs. 8-9
+            "tau": 1.0,  # prior standard deviation of every weight
+            "lemma_widths": (2, 8, 64),
+            "lemma_datasets": ("airfoil", "concrete", "synthetic_regression_1x"),
+            "lemma_rows": 200,  # training rows per data set in the Lemma E.1 check
+            "warm_steps": 2000,  # Adam steps of the warm starts
+            "warm_learning_rate": 0.01,
+            "num_warmup": 100,  # [SAP] App. D.2
+            "target_acceptance_rate": 0.8,
+            "dip_alpha": 0.05,  # C2.2: the dip test does not reject at 5 %
+            "dip_pass_rate": 0.9,  # ... for at least 90 % of (chain, component) pairs
+            "min_ess": 100,  # median within-chain ESS for the dip test to be meaningful
+            "n_directions": 8,  # random 1-D projections of the bivariate density (C2.4)
+        },
+        "quick": {
+            "num_chains": 4,
+            "num_samples": 200,
+            "n_max": 400,  # airfoil rows in use (280 for training): a weaker, faster posterior
+            "max_tree_depth": 8,
+            "lemma_draws": 10_000,
+            "n_components": 16,
+        },
+        "full": {
+            "num_chains": 10,  # [SAP] App. D.2
+            "num_samples": 1000,
+            "n_max": None,  # all 1503 rows (1052 for training)
+            "max_tree_depth": 10,  # NUTS' usual cap
+            "lemma_draws": 100_000,
+            "n_components": 32,
+        },
+    },
+    "04_elbo_tempering": {
+        "seed": 20250404,
+        "common": {
+            "datasets": ("synthetic_regression_1x", "concrete"),
+            "n_max": 200,  # rows used per regression set (p = 140 for training)
+            "noise": 1.0,  # σ of the Gaussian likelihood: ℓ = (y − f)²/2 as in the slides
+            "prior_scale": 1.0,  # P0 = N(0, 1) for every weight
+            "tau": 0.1,  # η_N = τ p / N for the regression sets
+            "init_scale": 1.0,  # initial sd of q relative to the prior's
+            "learning_rate": 0.03,
+            "p_fractions": (0.125, 0.25, 0.5, 1.0),  # sub-samples for the O(p) scaling
+            "limit_widths": (16, 64, 256, 1024, 4096, 16384),  # C4.2, C4.5, closed form
+            "family_draws": 32,  # i.i.d. draws of N neurons from a fixed ν, averaged
+            "mnist_n_test": 1000,
+            "mnist_prior_var": 0.2,  # Osawa et al. (2019), as in the slides
+            "mnist_init_scale": 0.1,
+            "mnist_learning_rate": 0.01,
+            "mnist_samples": 32,  # draws of q for the predictive probabilities
+            "ece_bins": 15,
+        },
+        "quick": {
+            "widths": (16, 64, 256, 1024),
+            "svi_steps": 1500,
+            "svi_particles": 2,
+            "mnist_width": 100,
+            "mnist_steps": 1000,
+            "mnist_batch": 100,
+            "mnist_etas": (1e-3, 1e-2, 1e-1, 1.0),
+        },
+        "full": {
+            "widths": (16, 64, 256, 1024, 4096),
+            "svi_steps": 3000,
+            "svi_particles": 2,
+            "mnist_width": 200,
+            "mnist_steps": 2000,
+            "mnist_batch": 100,
+            "mnist_etas": (1e-4, 1e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0),
         },
     },
     "03_symmetries": {
@@ -91,6 +169,58 @@ _CHAPTERS: dict[str, dict] = {
             "num_samples": 1000,
             "svi_steps": 20000,
             "n_adjusted_seeds": 10,
+        },
+    },
+    "05_symmetrised_vi": {
+        "seed": 20250505,
+        "common": {
+            "toy_n_train": 30,  # 1-D regression toy: x ~ U(-2, 2), y = sin 2x + x/2 + N(0, 0.2²)
+            "toy_n_test": 500,
+            "toy_noise": 0.2,  # noise of the data
+            "noise": 0.3,  # observation noise σ of the model (fixed)
+            "prior_scale": 1.0,  # every weight and bias ~ N(0, 1)
+            "activation": "relu",
+            "mlp_widths": ((2, 3, 4, 1), (3, 5, 2)),  # C5.1: |G| = 3!·4! and 5!
+            "n_mlps": 5,
+            "small_width": 4,  # C5.2: |G| = 4! = 24, enumerated
+            "identity_samples": 10_000,
+            "separations": (0.0, 0.05, 0.1, 0.2, 0.4, 0.7, 1.0, 1.5, 2.0, 3.0),
+            "infonce_ks": (1, 2, 4, 16, 64, 256, 1024),
+            "infonce_samples": 500,
+            "learning_rate": 0.02,
+            "init_scale": 0.1,
+            "mnist_n_test": 1000,
+            "mnist_pool": 2,  # 28×28 → 14×14 average pooling (196 inputs), for the CPU budget
+            "mnist_learning_rate": 0.01,
+            "mnist_init_scale": 0.01,
+            "eval_samples": 256,
+            "target_acceptance_rate": 0.9,
+        },
+        "quick": {
+            "widths": (2, 4, 8),
+            "n_seeds": 3,
+            "svi_steps": 2000,
+            "svi_particles": 4,
+            "mnist_widths": (4, 8),
+            "mnist_n_train": 1000,
+            "mnist_steps": 1500,
+            "mnist_particles": 1,
+            "num_chains": 6,
+            "num_warmup": 300,
+            "num_samples": 300,
+        },
+        "full": {
+            "widths": (2, 4, 6, 8, 10, 12),
+            "n_seeds": 5,
+            "svi_steps": 5000,
+            "svi_particles": 8,
+            "mnist_widths": (4, 8, 16),
+            "mnist_n_train": 4000,
+            "mnist_steps": 4000,
+            "mnist_particles": 1,
+            "num_chains": 8,
+            "num_warmup": 1000,
+            "num_samples": 1000,
         },
     },
 }
@@ -132,6 +262,28 @@ def settings(chapter: str, profile: str | None = None) -> SimpleNamespace:
     name = profile_name(profile)
     values = {**spec.get("common", {}), **spec[name]}
     return SimpleNamespace(profile=name, seed=chapter_seed(chapter), **values)
+
+
+PACKAGES = ("jax", "numpyro", "blackjax", "optax", "arviz", "numpy", "scipy")
+
+
+def versions_report(cfg: SimpleNamespace, extra: tuple[str, ...] = ()) -> str:
+    """The 'Versions' watermark of a chapter: profile, seed, Python and package versions.
+
+    ``cfg`` is the chapter's :func:`settings` object; ``extra`` names more packages.
+    """
+    for attr in ("profile", "seed"):
+        if not hasattr(cfg, attr):
+            raise ValueError(f"cfg must be a settings object with a {attr!r} attribute")
+
+    def version(name: str) -> str:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+
+    packages = ", ".join(f"{name} {version(name)}" for name in (*PACKAGES, *extra))
+    return f"profile {cfg.profile}, seed {cfg.seed}, python {platform.python_version()}\n{packages}"
 
 
 def chapters() -> MappingProxyType:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Iterable, Sequence
 
-from bnn_posteriors import claims, profiles
+from bnn_posteriors import book, claims, profiles
 from bnn_posteriors.claims import expectation, short  # re-exported: the scorecard's cells
 
 _MARKS = {
-    claims.REPRODUCED: "✅ reproduced",
-    claims.NOT_REPRODUCED: "❌ not reproduced",
+    claims.REPRODUCED: "✓ reproduced",
+    claims.NOT_REPRODUCED: "✗ not reproduced",
     claims.NOT_YET_RUN: "—",
 }
 
@@ -58,14 +58,20 @@ def _time(record: dict) -> _dt.datetime:
     return time if time.tzinfo else time.replace(tzinfo=_dt.UTC)
 
 
-def scorecard(records: Sequence[dict] | None = None) -> list[dict]:
-    """One row per catalogue claim, in order: id, title, source, chapter, locked, and per
-    profile (``quick``, ``full``) a dict of status, measured, expected, time (latest record).
+def scorecard(
+    records: Sequence[dict] | None = None, links: dict[str, str] | None = None
+) -> list[dict]:
+    """One row per catalogue claim, in order: id, title, source, chapter, locked, link, and
+    per profile (``quick``, ``full``) a dict of status, measured, expected, time (latest
+    record). ``link`` is where a chapter checks the claim (``book.claim_links``), or None.
     """
     newest = latest(claims.load_records() if records is None else records)
+    if links is None:
+        links = book.claim_links() if claims.repo_root() is not None else {}
     rows = []
     for claim in claims.catalogue():
         row = {key: claim[key] for key in ("id", "title", "source", "chapter", "locked")}
+        row["link"] = links.get(claim["id"])
         for profile in profiles.PROFILES:
             record = newest.get((claim["id"], profile))
             row[profile] = _cell(record)
@@ -107,15 +113,19 @@ def summary_text(counts: dict[str, dict[str, int]]) -> str:
 
 
 def scorecard_markdown(rows: Sequence[dict] | None = None) -> str:
-    """The scorecard as a Markdown table, one row per claim, short cells."""
+    """The scorecard as a Markdown table, one row per claim, short cells.
+
+    A claim with a link is a MyST link to the section of the chapter that checks it.
+    """
     rows = scorecard() if rows is None else rows
     header = ["Claim", "What", "Source", "quick", "full", "measured (quick)", "expected"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         quick, full = row["quick"], row["full"]
         expected = quick["expected"] or full["expected"]
+        claim = f"[{row['id']}]({row['link']})" if row.get("link") else row["id"]
         cells = [
-            row["id"],
+            claim,
             short(row["title"], 48),
             short(row["source"], 28),
             _MARKS.get(quick["status"], quick["status"]),
@@ -129,3 +139,35 @@ def scorecard_markdown(rows: Sequence[dict] | None = None) -> str:
 
 def _escape(cell: str) -> str:
     return str(cell).replace("|", "\\|").replace("\n", " ")
+
+
+def not_reproduced_markdown(rows: Sequence[dict] | None = None) -> str:
+    """A Markdown table of the claims not reproduced in some profile (or a sentence if none)."""
+    rows = scorecard() if rows is None else rows
+    lines = []
+    for row in rows:
+        for profile in profiles.PROFILES:
+            cell = row[profile]
+            if cell["status"] == claims.NOT_REPRODUCED:
+                claim = f"[{row['id']}]({row['link']})" if row.get("link") else row["id"]
+                cells = [
+                    claim,
+                    short(row["title"], 48),
+                    profile,
+                    cell["measured"],
+                    cell["expected"],
+                ]
+                lines.append("| " + " | ".join(_escape(c) for c in cells) + " |")
+    if not lines:
+        return "Every claim that has been run reproduced.\n"
+    header = "| Claim | What | profile | measured | expected |\n|---|---|---|---|---|\n"
+    return header + "\n".join(lines) + "\n"
+
+
+def summary_markdown(counts: dict[str, dict[str, int]]) -> str:
+    """The counts of :func:`summary` as a small Markdown table, one row per profile."""
+    statuses = list(next(iter(counts.values())))
+    lines = ["| profile | " + " | ".join(statuses) + " |", "|---|" + "---|" * len(statuses)]
+    for profile, by_status in counts.items():
+        lines.append(f"| {profile} | " + " | ".join(str(by_status[s]) for s in statuses) + " |")
+    return "\n".join(lines) + "\n"

@@ -54,7 +54,9 @@ def _is_array(v) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled_nuts(model, static: tuple, num_warmup: int, num_samples: int, target: float):
+def _compiled_nuts(
+    model, static: tuple, num_warmup: int, num_samples: int, target: float, max_doublings: int
+):
     """One jitted, chain-vectorised NUTS run per (model, settings, budget).
 
     Data arrays are arguments, not constants, so new data of the same shape and
@@ -67,9 +69,14 @@ def _compiled_nuts(model, static: tuple, num_warmup: int, num_samples: int, targ
         def logdensity(z):
             return -potential_energy(model, (), kwargs, z)
 
-        adapt = blackjax.window_adaptation(blackjax.nuts, logdensity, target_acceptance_rate=target)
+        adapt = blackjax.window_adaptation(
+            blackjax.nuts,
+            logdensity,
+            target_acceptance_rate=target,
+            max_num_doublings=max_doublings,
+        )
         (state, params), _ = adapt.run(key_w, position, num_steps=num_warmup)
-        kernel = blackjax.nuts(logdensity, **params).step
+        kernel = blackjax.nuts(logdensity, **params).step  # params carry max_num_doublings
 
         def step(state, key):
             state, info = kernel(key, state)
@@ -100,19 +107,25 @@ def nuts(
     num_samples: int = 1000,
     init_positions: dict | None = None,
     target_acceptance_rate: float = 0.8,
+    max_num_doublings: int = 10,
 ):
     """NUTS by BlackJAX with per-chain window adaptation, chains in ``vmap``.
 
     ``model_kwargs``: arrays (data) are traced, everything else (depth, scales) is
     static and must be hashable. ``init_positions``: optional dict of
     unconstrained arrays with a leading chain axis (warm starts); default:
-    NumPyro's uniform start, one key per chain.
+    NumPyro's uniform start, one key per chain. ``max_num_doublings``: the
+    largest tree depth (at most 2^depth − 1 leapfrog steps per draw).
     Returns ``(samples, stats)``: ``samples`` maps every sample site (observed
     ones excluded) and deterministic site to an array (num_chains, num_samples,
     ...); ``stats`` holds per-chain ``step_size`` (chains,) and
     ``acceptance_rate``, ``num_steps``, ``diverging`` (chains, samples).
     """
     _check_budget(num_chains, num_warmup, num_samples, min_warmup=1)  # window adaptation
+    if isinstance(max_num_doublings, bool) or not (
+        isinstance(max_num_doublings, int) and max_num_doublings >= 1
+    ):
+        raise ValueError(f"max_num_doublings must be an integer ≥ 1, got {max_num_doublings!r}")
     key_init, key_warm, key_sample = jax.random.split(rng_key, 3)
     if init_positions is None:
         init_positions = jax.vmap(lambda k: log_joint_fn(k, model, model_kwargs)[1])(
@@ -128,13 +141,66 @@ def nuts(
         raise TypeError(
             f"non-array model settings must be hashable (use tuples, not lists): {dict(static)}"
         ) from None
-    run = _compiled_nuts(model, static, num_warmup, num_samples, float(target_acceptance_rate))
+    run = _compiled_nuts(
+        model, static, num_warmup, num_samples, float(target_acceptance_rate), max_num_doublings
+    )
     return run(
         jax.random.split(key_warm, num_chains),
         jax.random.split(key_sample, num_chains),
         init_positions,
         arrays,
     )
+
+
+def warm_starts(
+    rng_key,
+    model,
+    model_kwargs: dict,
+    *,
+    num_chains: int,
+    num_steps: int = 2000,
+    learning_rate: float = 1e-2,
+    init_scale: float = 0.1,
+):
+    """Per-chain MAP estimates of ``model`` to start NUTS from ([SAP] App. D.2 warm starts).
+
+    Each chain starts from its own draw of N(0, init_scale²) for every unconstrained
+    site and minimises the potential energy −log p(y, θ) with Adam
+    (:func:`bnn_posteriors.inference.optim.multistart_minimise`), so chains land in
+    different (often permuted) modes. Returns ``(positions, final_potential (chains,))``
+    with ``positions`` a dict of unconstrained arrays with a leading chain axis,
+    ready for ``nuts(..., init_positions=positions)``.
+    """
+    from bnn_posteriors.inference.optim import multistart_minimise
+
+    if isinstance(num_chains, bool) or not (isinstance(num_chains, int) and num_chains >= 1):
+        raise ValueError(f"num_chains must be an integer ≥ 1, got {num_chains!r}")
+    if not init_scale > 0:
+        raise ValueError(f"init_scale must be positive, got {init_scale}")
+    key_shape, key_init = jax.random.split(rng_key)
+    template = log_joint_fn(key_shape, model, model_kwargs)[1]
+    names = sorted(template)
+    keys = jax.random.split(key_init, len(names))
+    inits = {
+        name: init_scale * jax.random.normal(key, (num_chains, *jnp.shape(template[name])))
+        for name, key in zip(names, keys, strict=True)
+    }
+    arrays, static = split_kwargs(model_kwargs)
+    potential = _potential(model, static)
+    positions, final, _ = multistart_minimise(
+        potential, inits, arrays, num_steps=num_steps, learning_rate=learning_rate
+    )
+    return positions, final
+
+
+@functools.lru_cache(maxsize=64)
+def _potential(model, static: tuple):
+    """−log p(y, θ) on the unconstrained space as a function of (position, data arrays)."""
+
+    def potential(position, arrays):
+        return potential_energy(model, (), {**dict(static), **arrays}, position)
+
+    return potential
 
 
 def nuts_numpyro(

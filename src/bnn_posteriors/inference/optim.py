@@ -82,5 +82,5 @@ def multistart_minimise(
         raise ValueError(f"learning_rate must be positive, got {learning_rate}")
     if not (isinstance(newton_steps, int) and newton_steps >= 0):
         raise ValueError(f"newton_steps must be a non-negative integer, got {newton_steps!r}")
-    args = tuple(jnp.asarray(a) for a in args)
+    args = jax.tree_util.tree_map(jnp.asarray, tuple(args))
     return _run(loss_fn, inits, args, num_steps, float(learning_rate), newton_steps)

@@ -1,0 +1,393 @@
+"""Tempered mean-field VI of wide one-hidden-layer networks ([TEMP]; Huix et al. 2022).
+
+The network of the slides is f_w(x) = (1/N) Σ_j a_j σ(⟨b_j, x⟩) ("Our model"), with a
+factorised Gaussian prior P0 and a mean-field Gaussian q_θ, z ↦ μ + σ ⊙ z. The tempered
+ELBO ("In practice, it is common to consider a tempered ELBO") is
+
+    ELBO_η^N(θ) = −η KL(q_θ‖P0) + Σ_i E_q[log L(y_i | x_i, w)],
+
+and the slides' balanced temperature is η_N = τ p / N. Here the model is
+:func:`bnn_posteriors.models.mlp_regression` / :func:`~bnn_posteriors.models.mlp_classification`
+without biases and with ``output_scale = 1/N`` (a bias of the hidden layer is a column of
+ones appended to x, :func:`augment`); η multiplies the KL by ``numpyro.handlers.scale`` on the
+guide, whose sites carry the analytic Gaussian KL of ``TraceMeanField_ELBO``.
+
+Parameters of q are a dict ``{"W0_loc", "W0_scale", "W1_loc", "W1_scale"}`` with ``W0``
+(d_in, N) the hidden weights b_j (columns) and ``W1`` (N, d_out) the output weights a_j.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import optax
+from jax.scipy.special import ndtr
+from numpyro.infer import SVI, TraceMeanField_ELBO
+from numpyro.optim import optax_to_numpyro
+
+from .. import models, nets
+
+SITES = ("W0", "W1")
+LIKELIHOODS = ("gaussian", "categorical")
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _check_eta(eta) -> None:
+    """Concrete temperatures must be finite and > 0 (traced values pass)."""
+    if isinstance(eta, jax.core.Tracer):
+        return
+    array = np.asarray(eta, dtype=float)
+    if array.size == 0 or not np.all(np.isfinite(array) & (array > 0)):
+        raise ValueError(f"the temperature eta must be finite and positive, got {eta!r}")
+
+
+def balanced_temperature(p: int, n: int, tau: float = 1.0) -> float:
+    """The slides' balanced temperature η_N = τ p / N (p observations, N neurons or weights)."""
+    p, n = _positive_int("p", p), _positive_int("N", n)
+    if not (math.isfinite(tau) and tau > 0):
+        raise ValueError(f"tau must be a positive number, got {tau!r}")
+    return tau * p / n
+
+
+def augment(x):
+    """Append a column of ones to ``x`` (n, d) → (n, d + 1): a hidden bias inside ⟨b_j, x⟩."""
+    x = jnp.asarray(x)
+    if x.ndim != 2:
+        raise ValueError(f"x must have shape (n, d), got {x.shape}")
+    return jnp.concatenate([x, jnp.ones((x.shape[0], 1), x.dtype)], axis=1)
+
+
+# --------------------------------------------------------------------------- model and guide
+
+
+def model(
+    x,
+    y=None,
+    *,
+    width: int,
+    likelihood: str = "gaussian",
+    n_out: int = 1,
+    prior_scale: float = 1.0,
+    noise: float = 1.0,
+    activation: str = "relu",
+    output_scale: float | None = None,
+    subsample_size: int | None = None,
+):
+    """The one-hidden-layer network of [TEMP] as a NumPyro model (no biases).
+
+    f_w(x) = s Σ_j a_j σ(⟨b_j, x⟩) with s = ``output_scale`` (default 1/N: the mean-field
+    scaling of the slides); every weight ~ N(0, prior_scale²). ``likelihood="gaussian"``:
+    y_i ~ N(f(x_i), noise²), ``x`` (n, d), ``y`` (n,) (:func:`models.mlp_regression`);
+    ``"categorical"``: y_i ~ Categorical(softmax f(x_i)), ``n_out`` classes
+    (:func:`models.mlp_classification`, with optional minibatches ``subsample_size``).
+    """
+    width = _positive_int("width", width)
+    if likelihood not in LIKELIHOODS:
+        raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
+    scale = 1.0 / width if output_scale is None else output_scale
+    x = jnp.asarray(x)
+    if x.ndim != 2:
+        raise ValueError(f"x must have shape (n, d), got {x.shape}")
+    widths = (int(x.shape[1]), width, _positive_int("n_out", n_out))
+    if likelihood == "gaussian":
+        if n_out != 1:
+            raise ValueError(f"the gaussian likelihood has one output, got n_out={n_out}")
+        if subsample_size is not None:
+            raise ValueError("subsample_size is only supported for the categorical likelihood")
+        models.mlp_regression(
+            x, y, widths=widths, activation=activation, prior_scale=prior_scale,
+            noise=noise, output_scale=scale, bias=False,
+        )  # fmt: skip
+    else:
+        models.mlp_classification(
+            x, y, widths=widths, activation=activation, prior_scale=prior_scale,
+            output_scale=scale, bias=False, subsample_size=subsample_size,
+        )  # fmt: skip
+
+
+def init_params(
+    rng_key, d_in: int, width: int, n_out: int = 1, *, prior_scale: float = 1.0,
+    init_scale: float = 1.0,
+) -> dict:  # fmt: skip
+    """Initial q: hidden means b_j ~ P0 (a prior draw), output means a_j = 0, all sds
+    ``init_scale · prior_scale``. Returns the parameter dict of the module docstring.
+    """
+    d_in, width, n_out = (_positive_int(k, v) for k, v in (("d_in", d_in), ("width", width),
+                                                          ("n_out", n_out)))  # fmt: skip
+    if not (prior_scale > 0 and init_scale > 0):
+        raise ValueError("prior_scale and init_scale must be positive")
+    sd = init_scale * prior_scale
+    return {
+        "W0_loc": prior_scale * jax.random.normal(rng_key, (d_in, width)),
+        "W0_scale": jnp.full((d_in, width), sd),
+        "W1_loc": jnp.zeros((width, n_out)),
+        "W1_scale": jnp.full((width, n_out), sd),
+    }
+
+
+def _check_params(params: dict) -> None:
+    missing = {f"{s}_{k}" for s in SITES for k in ("loc", "scale")} - set(params)
+    if missing:
+        raise ValueError(f"params lack {sorted(missing)}")
+    for s in SITES:
+        if jnp.shape(params[f"{s}_loc"]) != jnp.shape(params[f"{s}_scale"]):
+            raise ValueError(f"{s}_loc and {s}_scale differ in shape")
+    if jnp.shape(params["W0_loc"])[1] != jnp.shape(params["W1_loc"])[0]:
+        raise ValueError("W0 (d_in, N) and W1 (N, d_out) disagree on the width N")
+
+
+def mean_field_guide(init: dict):
+    """Mean-field Gaussian guide q_θ = ∏ N(μ, σ²) over the sites ``W0``, ``W1``.
+
+    Sample sites are drawn as μ + σ ⊙ z (reparametrised); parameters ``<site>_loc`` and
+    ``<site>_scale`` (positive) start at ``init`` (:func:`init_params`).
+    """
+    _check_params(init)
+
+    def guide(*args, **kwargs):
+        for site in SITES:
+            loc = numpyro.param(f"{site}_loc", init[f"{site}_loc"])
+            scale = numpyro.param(
+                f"{site}_scale", init[f"{site}_scale"], constraint=dist.constraints.positive
+            )
+            numpyro.sample(site, dist.Normal(loc, scale).to_event(2))
+
+    return guide
+
+
+def tempered_guide(guide, eta):
+    """The guide with every site scaled by η: ``TraceMeanField_ELBO`` then uses η·KL."""
+    _check_eta(eta)
+    return numpyro.handlers.scale(guide, scale=eta)
+
+
+# --------------------------------------------------------------------------- fitting
+
+
+def fit_tempered(
+    rng_key,
+    model_kwargs: dict,
+    init: dict,
+    etas,
+    *,
+    num_steps: int,
+    learning_rate: float = 0.01,
+    num_particles: int = 1,
+    batched: tuple[str, ...] = (),
+):
+    """Maximise ELBO_η^N by SVI for each temperature of ``etas`` (vmapped, one compilation).
+
+    Adam with a cosine-decayed learning rate; ``TraceMeanField_ELBO`` (analytic KL,
+    ``num_particles`` draws for the expected log-likelihood); every fit starts at ``init``.
+    ``model_kwargs`` are the keyword arguments of :func:`model` (``x``, ``y``, ``width``, ...).
+    Returns ``(params, losses)``: each parameter with a leading (n_eta,) axis, losses
+    (n_eta, num_steps) = the negative tempered ELBO along the way.
+
+    ``batched`` names model arguments (e.g. ``("x", "y")``) that hold B data sets of equal
+    shape stacked on a leading axis; ``init``'s arrays then carry the same leading axis,
+    ``etas`` is (B, n_eta) and the outputs gain a leading (B,) axis.
+    """
+    num_steps = _positive_int("num_steps", num_steps)
+    num_particles = _positive_int("num_particles", num_particles)
+    if not learning_rate > 0:
+        raise ValueError(f"learning_rate must be positive, got {learning_rate}")
+    unknown = set(batched) - set(model_kwargs)
+    if unknown:
+        raise ValueError(f"batched names {sorted(unknown)} are not model arguments")
+    etas = jnp.asarray(etas, dtype=jnp.result_type(float))
+    etas = etas.reshape(etas.shape or (1,)) if not batched else etas
+    if etas.ndim != (2 if batched else 1):
+        want = "(n_sets, n_eta)" if batched else "a scalar or (n_eta,)"
+        raise ValueError(f"etas must be {want}, got shape {etas.shape}")
+    _check_eta(np.asarray(etas))
+    _check_params(jax.tree.map(lambda a: a[0], init) if batched else init)
+    schedule = optax.cosine_decay_schedule(learning_rate, num_steps, alpha=1e-2)
+    optimizer = optax_to_numpyro(optax.adam(schedule))
+    fixed = {k: v for k, v in model_kwargs.items() if k not in batched}
+
+    def one(key, eta, start, data):
+        kwargs = {**fixed, **data}
+        svi = SVI(model, tempered_guide(mean_field_guide(start), eta), optimizer,
+                  TraceMeanField_ELBO(num_particles=num_particles))  # fmt: skip
+        state = svi.init(key, **kwargs)
+
+        def step(state, _):
+            return svi.update(state, **kwargs)
+
+        state, losses = jax.lax.scan(step, state, None, length=num_steps)
+        return svi.get_params(state), losses
+
+    over_eta = jax.vmap(one, in_axes=(0, 0, None, None))
+    if not batched:
+        keys = jax.random.split(rng_key, etas.shape[0])
+        return jax.jit(over_eta)(keys, etas, init, {})
+    data = {k: jnp.asarray(model_kwargs[k]) for k in batched}
+    n_sets = etas.shape[0]
+    if any(v.shape[0] != n_sets for v in data.values()):
+        raise ValueError(f"batched arguments must have a leading axis of {n_sets} data sets")
+    keys = jax.random.split(rng_key, etas.size).reshape(*etas.shape, -1)
+    return jax.jit(jax.vmap(over_eta))(keys, etas, init, data)
+
+
+def mc_elbo_terms(rng_key, params: dict, model_kwargs: dict, eta=1.0, *, num_particles=1):
+    """The two terms of ELBO_η^N as NumPyro's ``TraceMeanField_ELBO`` computes them.
+
+    Per-site losses (``sum_sites=False``) of the η-scaled guide: the latent sites give
+    η·KL(q‖P0) exactly, the observed site −Σ_i log L(y_i|x_i, w) (Monte Carlo,
+    ``num_particles`` draws). Returns ``dict(kl, expected_log_lik, elbo)`` with
+    elbo = −η·kl + expected_log_lik, the objective that :func:`fit_tempered` maximises.
+    """
+    _check_eta(eta)
+    _check_params(params)
+    guide = tempered_guide(mean_field_guide(params), eta)
+    loss = TraceMeanField_ELBO(num_particles=_positive_int("num_particles", num_particles),
+                               sum_sites=False)  # fmt: skip
+    per_site = loss.loss(rng_key, {}, model, guide, **model_kwargs)
+    kl = sum(per_site[s] for s in SITES) / eta
+    ell = -per_site["y"]
+    return {"kl": kl, "expected_log_lik": ell, "elbo": -eta * kl + ell}
+
+
+# --------------------------------------------------------------------------- closed forms
+
+
+def kl_mean_field(params: dict, prior_scale: float = 1.0):
+    """KL(q_θ‖P0) = Σ [log(s/σ) + (σ² + μ²)/(2s²) − 1/2] over all weights (P0 = N(0, s²))."""
+    _check_params(params)
+    if not prior_scale > 0:
+        raise ValueError(f"prior_scale must be positive, got {prior_scale}")
+    total = 0.0
+    for site in SITES:
+        mu, sd = params[f"{site}_loc"], params[f"{site}_scale"]
+        total = total + jnp.sum(
+            jnp.log(prior_scale / sd) + (sd**2 + mu**2) / (2 * prior_scale**2) - 0.5
+        )
+    return total
+
+
+def kl_per_neuron(params: dict, prior_scale: float = 1.0):
+    """KL(q_{θ_j}‖P0^1) of each neuron j (its column of W0 and row of W1): shape (N,)."""
+    _check_params(params)
+
+    def kl(mu, sd):
+        return jnp.log(prior_scale / sd) + (sd**2 + mu**2) / (2 * prior_scale**2) - 0.5
+
+    return jnp.sum(kl(params["W0_loc"], params["W0_scale"]), axis=0) + jnp.sum(
+        kl(params["W1_loc"], params["W1_scale"]), axis=1
+    )
+
+
+def relu_gaussian_moments(m, s):
+    """E[relu(u)] and E[relu(u)²] for u ~ N(m, s²), s > 0 (elementwise).
+
+    E relu(u) = m Φ(m/s) + s φ(m/s);  E relu(u)² = (m² + s²) Φ(m/s) + m s φ(m/s).
+    """
+    m, s = jnp.asarray(m), jnp.asarray(s)
+    r = m / s
+    cdf, pdf = ndtr(r), jnp.exp(-0.5 * r**2) / jnp.sqrt(2 * jnp.pi)
+    return m * cdf + s * pdf, (m**2 + s**2) * cdf + m * s * pdf
+
+
+def predictive_moments(params: dict, x, output_scale: float | None = None):
+    """Mean and variance of f_w(x) under q_θ for the ReLU network, in closed form.
+
+    With u_j = ⟨b_j, x⟩ ~ N(⟨μ_b, x⟩, Σ_k σ_bk² x_k²) independent of a_j:
+    E f = s Σ_j μ_a E relu(u_j), Var f = s² Σ_j [(μ_a² + σ_a²) E relu(u_j)² − μ_a² (E relu u_j)²].
+    ``x``: (n, d_in) → mean, var: (n, d_out); s = ``output_scale`` (default 1/N).
+    """
+    _check_params(params)
+    x = jnp.asarray(x)
+    if x.ndim != 2 or x.shape[1] != jnp.shape(params["W0_loc"])[0]:
+        raise ValueError(f"x must have shape (n, {jnp.shape(params['W0_loc'])[0]}), got {x.shape}")
+    width = jnp.shape(params["W0_loc"])[1]
+    s = 1.0 / width if output_scale is None else output_scale
+    m = x @ params["W0_loc"]  # (n, N)
+    sd = jnp.sqrt((x**2) @ params["W0_scale"] ** 2)  # (n, N)
+    e1, e2 = relu_gaussian_moments(m, sd)
+    mu_a, sd_a = params["W1_loc"], params["W1_scale"]  # (N, d_out)
+    mean = s * e1 @ mu_a
+    var = s**2 * (e2 @ (mu_a**2 + sd_a**2) - e1**2 @ mu_a**2)
+    return mean, var
+
+
+def _gaussian_terms(params, x, y, noise, output_scale):
+    x, y = jnp.asarray(x), jnp.asarray(y)
+    if y.shape != (x.shape[0],):
+        raise ValueError(f"y must have shape ({x.shape[0]},), got {y.shape}")
+    if not noise > 0:
+        raise ValueError(f"noise must be positive, got {noise}")
+    mean, var = predictive_moments(params, x, output_scale)
+    const = -0.5 * y.shape[0] * jnp.log(2 * jnp.pi * noise**2)
+    squared = jnp.sum((y - mean[:, 0]) ** 2) / (2 * noise**2)
+    return const - squared, jnp.sum(var[:, 0]) / (2 * noise**2)
+
+
+def gaussian_elbo_terms(
+    params: dict, x, y, *, eta=1.0, prior_scale=1.0, noise=1.0, output_scale=None
+) -> dict:
+    """Exact ELBO_η^N and the limit functional F̃_η^N(ν_N^θ) of the slides, square loss, ReLU.
+
+    E_q log L = −Σ_i [(y_i − E f(x_i))² + Var f(x_i)] / (2σ²) − (p/2) log(2πσ²);
+    F̃ moves the expectation inside the loss ("integration inside", G̃), dropping Var f.
+    Their gap is Σ_i Var_q f(x_i) / (2σ²) = O(p/N) (slides' Theorem, |ELBO − F̃| ≤ Cp/N).
+    Returns ``dict(kl, expected_log_lik, elbo, limit_log_lik, limit, gap)``.
+    """
+    _check_eta(eta)
+    kl = kl_mean_field(params, prior_scale)
+    limit_ll, var_term = _gaussian_terms(params, x, y, noise, output_scale)
+    ell = limit_ll - var_term
+    return {
+        "kl": kl,
+        "expected_log_lik": ell,
+        "elbo": -eta * kl + ell,
+        "limit_log_lik": limit_ll,
+        "limit": -eta * kl + limit_ll,
+        "gap": var_term,
+    }
+
+
+# --------------------------------------------------------------------------- prediction
+
+
+def sample_weights(rng_key, params: dict, num_samples: int) -> list[dict]:
+    """Draws w = μ + σ ⊙ z from q_θ as MLP layers.
+
+    Returns ``[{"W": (S, d_in, N)}, {"W": (S, N, d_out)}]`` with S = ``num_samples``.
+    """
+    _check_params(params)
+    num_samples = _positive_int("num_samples", num_samples)
+    keys = jax.random.split(rng_key, len(SITES))
+    draws = [
+        params[f"{s}_loc"]
+        + params[f"{s}_scale"] * jax.random.normal(k, (num_samples, *jnp.shape(params[f"{s}_loc"])))
+        for k, s in zip(keys, SITES, strict=True)
+    ]
+    return [{"W": w} for w in draws]
+
+
+def predict_probs(
+    rng_key, params: dict, x, *, num_samples: int = 32, output_scale: float | None = None,
+    activation: str = "relu",
+):  # fmt: skip
+    """Predictive class probabilities (1/S) Σ_s softmax(f_{w_s}(x)), w_s ~ q_θ: (n, d_out)."""
+    layers = sample_weights(rng_key, params, num_samples)
+    width = jnp.shape(params["W0_loc"])[1]
+    s = 1.0 / width if output_scale is None else output_scale
+
+    def probs(w0, w1):
+        return jax.nn.softmax(nets.mlp_apply([{"W": w0}, {"W": w1}], x, activation, s), axis=-1)
+
+    return jnp.mean(jax.vmap(probs)(layers[0]["W"], layers[1]["W"]), axis=0)

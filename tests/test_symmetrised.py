@@ -1,0 +1,221 @@
+"""Tests of symmetrised mean-field VI ([SYM]): the group, log q_G, I(g; ω), Î_K, the ELBO."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from numpyro.infer.util import log_density
+
+from bnn_posteriors import models, nets
+from bnn_posteriors.inference import symmetrised as sym
+
+WIDTHS = (2, 3, 1)
+
+
+def make_q(key=0, widths=WIDTHS, spread=1.0, scale=0.5):
+    """A mean-field q with random means (times ``spread``) and one common scale."""
+    q = sym.init_mean_field(jax.random.key(key), widths, loc_scale=1.0, init_scale=scale)
+    q["loc"] = jax.tree.map(lambda v: spread * v, q["loc"])
+    q["loc"][0]["b"] = spread * jax.random.normal(jax.random.key(key + 1), (widths[1],))
+    return q
+
+
+def symmetric_q(widths=WIDTHS):
+    """Every hidden unit has the same factor: q∘g = q for every g."""
+    q = make_q(widths=widths)
+    q["loc"][0]["W"] = jnp.ones_like(q["loc"][0]["W"]) * 0.3
+    q["loc"][0]["b"] = jnp.full_like(q["loc"][0]["b"], -0.2)
+    q["loc"][1]["W"] = jnp.ones_like(q["loc"][1]["W"]) * 0.7
+    return q
+
+
+def toy_data(n=12):
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-2, 2, size=(n, WIDTHS[0]))
+    return x, np.sin(x[:, 0]) + 0.1 * rng.normal(size=n)
+
+
+def test_group_enumeration():
+    group = sym.permutation_group(4)
+    assert group.shape == (24, 4)
+    np.testing.assert_array_equal(group[0], np.arange(4))
+    assert len({tuple(p) for p in group}) == 24
+    assert sym.group_size((3, 4, 5, 2)) == math.factorial(4) * math.factorial(5)
+    with pytest.raises(ValueError, match="exceed"):
+        sym.permutation_group(9)
+
+
+def test_permute_params_matches_nets():
+    params = nets.mlp_init(jax.random.key(3), (2, 4, 3))
+    perms = sym.random_permutations(jax.random.key(4), 4, 5)
+    batched = sym.permute_params(params, perms)
+    for i, perm in enumerate(np.asarray(perms)):
+        expected = nets.permute_hidden(params, 0, perm)
+        for got, want in zip(batched, expected, strict=True):
+            for k in want:
+                np.testing.assert_allclose(got[k][i], want[k])
+
+
+def test_permutation_orbit_matches_nets():
+    params = nets.mlp_init(jax.random.key(2), (2, 3, 2, 1))
+    orbit = sym.permutation_orbit(params)
+    assert orbit[0]["W"].shape == (12, 2, 3)
+    copies = [
+        nets.permute_hidden(nets.permute_hidden(params, 0, p0), 1, p1)
+        for p0 in sym.permutation_group(3)
+        for p1 in sym.permutation_group(2)
+    ]
+    for i, want in enumerate(copies):
+        for got_layer, want_layer in zip(orbit, want, strict=True):
+            for k in want_layer:
+                np.testing.assert_allclose(got_layer[k][i], want_layer[k])
+
+
+def test_log_permanent_matches_enumeration():
+    L = 2.0 * jax.random.normal(jax.random.key(0), (5, 5))
+    group = sym.permutation_group(5)
+    brute = jax.scipy.special.logsumexp(jnp.sum(L[jnp.arange(5)[None], group], axis=1))
+    np.testing.assert_allclose(sym.log_permanent(L), brute, rtol=1e-6)
+
+
+def test_log_q_symmetrised_two_ways():
+    q = make_q()
+    w = jax.tree.map(lambda v: v[0], sym.sample_mean_field(jax.random.key(1), q, 1))
+    group = sym.permutation_group(3)
+    direct = jnp.log(
+        jnp.mean(jnp.stack([jnp.exp(sym.log_q(q, nets.permute_hidden(w, 0, g))) for g in group]))
+    )
+    np.testing.assert_allclose(sym.log_q_symmetrised(q, w), direct, rtol=1e-5)
+    np.testing.assert_allclose(sym.log_q_symmetrised(q, w, group), direct, rtol=1e-5)
+
+
+def test_mi_zero_for_symmetric_q():
+    value, se = sym.mutual_information(jax.random.key(0), symmetric_q(), 200)
+    assert abs(float(value)) < 1e-5 and float(se) < 1e-5
+
+
+def test_mi_tends_to_log_group_size_for_separated_copies():
+    log_g = math.log(6)
+    near, _ = sym.mutual_information(jax.random.key(0), make_q(spread=0.05), 500)
+    far, _ = sym.mutual_information(jax.random.key(0), make_q(spread=20.0, scale=0.05), 500)
+    assert 0.0 <= float(near) < 0.5 * log_g
+    assert float(far) == pytest.approx(log_g, abs=1e-3)
+    assert float(far) <= log_g + 1e-6
+
+
+def test_infonce_is_a_lower_bound_that_tightens_with_k():
+    q = make_q(spread=1.0, scale=0.6)
+    exact, se = sym.mutual_information(jax.random.key(0), q, 4000)
+    estimates = {k: sym.infonce_bound(jax.random.key(1), q, k, 4000) for k in (1, 2, 8, 64, 1024)}
+    assert float(estimates[1][0]) == 0.0  # K = 1: the positive alone carries no information
+    means = [float(m) for m, _ in estimates.values()]
+    for (m, s), k in zip(estimates.values(), estimates, strict=True):
+        assert float(m) <= float(exact) + 4 * float(np.hypot(s, se)), k
+        assert float(m) <= math.log(k) + 1e-6
+    assert means == sorted(means)
+    assert float(estimates[1024][0]) == pytest.approx(float(exact), abs=4 * float(se) + 0.02)
+    curve, curve_se = sym.infonce_curve(jax.random.key(2), q, (1, 2, 8, 1024), 2000)
+    assert float(curve[0]) == 0.0 and bool(jnp.all(jnp.diff(curve) > 0))
+    assert float(curve[-1]) == pytest.approx(float(exact), abs=4 * float(curve_se[-1] + se) + 0.02)
+
+
+def test_elbo_identity():
+    """ELBO(q_G) − ELBO(q) = I within Monte-Carlo error ([SYM] §4)."""
+    x, y = toy_data()
+    q = make_q(spread=0.8, scale=0.4)
+    kw = dict(noise=0.3)
+    e_q = sym.elbo_samples(jax.random.key(1), q, x, y, 20_000, **kw)
+    e_g = sym.elbo_samples(jax.random.key(2), q, x, y, 20_000, symmetrised=True, **kw)
+    mi, mi_se = sym.mutual_information(jax.random.key(3), q, 20_000)
+    gap = float(e_g.mean() - e_q.mean())
+    se = math.sqrt(float(e_g.var() + e_q.var()) / 20_000 + float(mi_se) ** 2)
+    assert 0.0 < float(mi) < math.log(6)
+    assert abs(gap - float(mi)) < 4 * se
+
+
+def test_log_joint_matches_numpyro_model():
+    x, y = toy_data()
+    params = nets.mlp_init(jax.random.key(5), WIDTHS)
+    ours = sym.log_joint(params, x, y, prior_scale=0.7, noise=0.3, activation="tanh")
+    sites = {"W0": params[0]["W"], "b0": params[0]["b"], "W1": params[1]["W"], "b1": params[1]["b"]}
+    theirs, _ = log_density(
+        models.mlp_regression,
+        (x, y),
+        dict(widths=WIDTHS, activation="tanh", prior_scale=0.7, noise=0.3),
+        sites,
+    )
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5)
+
+
+def test_categorical_likelihood():
+    params = nets.mlp_init(jax.random.key(0), (2, 3, 4))
+    x = np.random.default_rng(0).normal(size=(5, 2))
+    y = np.array([0, 1, 2, 3, 0])
+    logits = nets.mlp_apply(params, x)
+    expected = jnp.sum(jax.nn.log_softmax(logits)[jnp.arange(5), y])
+    got = sym.log_likelihood(params, x, jnp.asarray(y), likelihood="categorical")
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_kl_and_entropy_closed_forms():
+    q = make_q()
+    draws = sym.sample_mean_field(jax.random.key(0), q, 50_000)
+    log_qs = jax.vmap(lambda w: sym.log_q(q, w))(draws)
+    log_ps = jax.vmap(lambda w: sym.log_prior(w, 1.5))(draws)
+    np.testing.assert_allclose(-log_qs.mean(), sym.entropy(q), rtol=2e-2)
+    np.testing.assert_allclose((log_qs - log_ps).mean(), sym.kl_to_prior(q, 1.5), rtol=3e-2)
+
+
+def test_fit_symmetrised_raises_mi():
+    x, y = toy_data(20)
+    keys = jnp.stack([jax.random.key_data(jax.random.key(0))] * 2)
+    q, losses = sym.fit_mean_field(
+        keys, x, y, jnp.array([0.0, 1.0]), widths=WIDTHS, num_steps=300, noise=0.3,
+        learning_rate=0.02, num_particles=2,
+    )  # fmt: skip
+    assert losses.shape == (2, 300) and bool(jnp.all(jnp.isfinite(losses)))
+    assert float(losses[0, -20:].mean()) < float(losses[0, :20].mean())
+    runs = [jax.tree.map(lambda v, r=r: v[r], q) for r in range(2)]
+    mis = [float(sym.mutual_information(jax.random.key(1), run, 500)[0]) for run in runs]
+    assert mis[1] >= mis[0] - 0.05
+
+
+def test_input_validation():
+    q = make_q()
+    x, y = toy_data()
+    with pytest.raises(ValueError, match="width"):
+        sym.permutation_group(0)
+    with pytest.raises(ValueError, match="perms"):
+        sym.permute_params(q["loc"], jnp.zeros((2, 5), dtype=jnp.int32))
+    with pytest.raises(ValueError, match="hidden layer"):
+        sym.permute_params(q["loc"], jnp.zeros((2, 3), dtype=jnp.int32), layer=1)
+    with pytest.raises(ValueError, match="num_perms"):
+        sym.infonce_bound(jax.random.key(0), q, 0)
+    with pytest.raises(ValueError, match="'loc' and 'log_scale'"):
+        sym.mutual_information(jax.random.key(0), {"loc": q["loc"]})
+    deep = sym.init_mean_field(jax.random.key(0), (2, 3, 3, 1))
+    with pytest.raises(ValueError, match="one hidden layer"):
+        sym.mutual_information(jax.random.key(0), deep)
+    with pytest.raises(ValueError, match="increasing"):
+        sym.infonce_curve(jax.random.key(0), q, (4, 2))
+    with pytest.raises(ValueError, match="no hidden layer"):
+        sym.permutation_orbit(q["loc"][:1])
+    with pytest.raises(ValueError, match="square"):
+        sym.log_permanent(jnp.zeros((2, 3)))
+    with pytest.raises(ValueError, match="likelihood"):
+        sym.log_likelihood(q["loc"], x, y, likelihood="poisson")
+    with pytest.raises(ValueError, match="x must be"):
+        sym.elbo_samples(jax.random.key(0), q, x[:, 0], y, 10)
+    keys = jnp.stack([jax.random.key_data(jax.random.key(0))])
+    with pytest.raises(ValueError, match="num_perms"):
+        sym.fit_mean_field(keys, x, y, jnp.ones(1), widths=WIDTHS, num_perms=1)
+    with pytest.raises(ValueError, match="H ≤"):
+        sym.fit_mean_field(keys, x, y, jnp.ones(1), widths=(2, 17, 1))
+    with pytest.raises(ValueError, match="one row per run"):
+        sym.fit_mean_field(keys, x, y, jnp.ones(2), widths=WIDTHS)
+    with pytest.raises(ValueError, match="one hidden layer"):
+        sym.fit_mean_field(keys, x, y, jnp.ones(1), widths=(2, 3, 3, 1))
