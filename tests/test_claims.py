@@ -258,3 +258,14 @@ def test_git_commit_marks_a_modified_tree(tmp_path):
     claims._git_commit.cache_clear()  # cached per process: one chapter run, one commit
     assert claims._git_commit(tmp_path) == clean + "+dirty"
     assert claims._git_commit(None) is None
+
+
+def test_check_returns_a_record_that_prints_as_one_line(tmp_path, monkeypatch):
+    from IPython.lib.pretty import pretty
+
+    monkeypatch.setenv("BNN_CLAIMS_DIR", str(tmp_path))
+    record = claims.check("C1.1", 1e-15, expect=0.0, tol=1e-12, note="n")
+    assert isinstance(record, dict) and record["status"] == "reproduced"
+    line = pretty(record)
+    assert line.startswith("C1.1 reproduced: measured 1e-15") and "expected ≈ 0 ± 1e-12" in line
+    assert "\n" not in line

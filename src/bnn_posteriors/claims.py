@@ -318,6 +318,21 @@ def _monotone(rule: str, array: np.ndarray) -> tuple[bool, str]:
 # --------------------------------------------------------------------------- check
 
 
+class Record(dict):
+    """A claim record (a plain dict) that shows itself in a notebook as one line."""
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(summary_line(self))
+
+
+def summary_line(record: dict) -> str:
+    """'C2.1 reproduced: measured 2.3e-07, expected > -1e-09' for a record."""
+    return (
+        f"{record['id']} {record['status']}: measured {short(record.get('value'), 60)}, "
+        f"expected {expectation(record, width=60)}"
+    )
+
+
 def check(
     claim_id: str,
     value: Any,
@@ -363,6 +378,7 @@ def check(
         "host": f"{platform.node()}/{platform.machine()}",
         "versions": dict(_versions()),
     }
+    record = Record(record)
     append_record(record)
     if status != claim["locked"]:
         raise ClaimError(_unlock_message(claim, record))
