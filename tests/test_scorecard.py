@@ -97,7 +97,7 @@ def test_not_reproduced_markdown_lists_only_failures():
     ]
     text = scorecard.not_reproduced_markdown(scorecard.scorecard(records, links={}))
     lines = text.strip().splitlines()
-    assert lines[0] == "| Claim | What | profile | measured | expected |"
+    assert lines[0] == "| Claim | What was checked | profile | finding | expected |"
     assert len(lines) == 3 and lines[2].startswith("| C1.6 |") and "| full |" in lines[2]
     assert scorecard.not_reproduced_markdown(scorecard.scorecard([], links={})).startswith(
         "Every claim that has been run reproduced"

@@ -81,12 +81,21 @@ def scorecard(
 
 def _cell(record: dict | None) -> dict:
     if record is None:
-        return {"status": claims.NOT_YET_RUN, "measured": "", "expected": "", "time": None}
+        return {
+            "status": claims.NOT_YET_RUN,
+            "measured": "",
+            "expected": "",
+            "time": None,
+            "note": "",
+            "message": "",
+        }
     return {
         "status": record["status"],
         "measured": short(record.get("value")),
         "expected": expectation(record, width=24),
         "time": record["time"],
+        "note": record.get("note", ""),
+        "message": record.get("message", ""),
     }
 
 
@@ -142,7 +151,10 @@ def _escape(cell: str) -> str:
 
 
 def not_reproduced_markdown(rows: Sequence[dict] | None = None) -> str:
-    """A Markdown table of the claims not reproduced in some profile (or a sentence if none)."""
+    """A Markdown table of the claims not reproduced in some profile (or a sentence if none).
+
+    Each row gives the check's note (what was measured) and its finding (which part failed).
+    """
     rows = scorecard() if rows is None else rows
     lines = []
     for row in rows:
@@ -150,17 +162,12 @@ def not_reproduced_markdown(rows: Sequence[dict] | None = None) -> str:
             cell = row[profile]
             if cell["status"] == claims.NOT_REPRODUCED:
                 claim = f"[{row['id']}]({row['link']})" if row.get("link") else row["id"]
-                cells = [
-                    claim,
-                    short(row["title"], 48),
-                    profile,
-                    cell["measured"],
-                    cell["expected"],
-                ]
+                what = f"{short(row['title'], 48)}: {short(cell['note'], 140)}"
+                cells = [claim, what, profile, cell["message"], cell["expected"]]
                 lines.append("| " + " | ".join(_escape(c) for c in cells) + " |")
     if not lines:
         return "Every claim that has been run reproduced.\n"
-    header = "| Claim | What | profile | measured | expected |\n|---|---|---|---|---|\n"
+    header = "| Claim | What was checked | profile | finding | expected |\n|---|---|---|---|---|\n"
     return header + "\n".join(lines) + "\n"
 
 
