@@ -17,6 +17,8 @@ import jax.numpy as jnp
 from numpyro.infer import MCMC, NUTS
 from numpyro.infer.util import constrain_fn, initialize_model, potential_energy
 
+from bnn_posteriors.inference.optim import multistart_minimise
+
 
 def _check_budget(num_chains, num_warmup, num_samples, min_warmup=0):
     for name, v, least in (
@@ -171,8 +173,6 @@ def warm_starts(
     with ``positions`` a dict of unconstrained arrays with a leading chain axis,
     ready for ``nuts(..., init_positions=positions)``.
     """
-    from bnn_posteriors.inference.optim import multistart_minimise
-
     if isinstance(num_chains, bool) or not (isinstance(num_chains, int) and num_chains >= 1):
         raise ValueError(f"num_chains must be an integer ≥ 1, got {num_chains!r}")
     if not init_scale > 0:
