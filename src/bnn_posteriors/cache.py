@@ -1,0 +1,198 @@
+"""Resumable long runs: each unit of work is cached on disk under a key, with a checksum.
+
+A long run (training the members of an ensemble, tuning and sampling each chain, one
+cell of a benchmark table) is split into *units*. :func:`cached` returns a unit's
+result from disk when the same unit — same name, same inputs (``parts``: data,
+configuration, seeds) and same code of this package — was computed before, and
+computes and stores it otherwise. An interrupted run therefore restarts where it
+stopped. A result is a nested ``dict``/``list``/``tuple`` of arrays and plain
+scalars; it is written atomically as ``.npz`` next to a ``.sha256`` file, and a
+file whose checksum does not match (a corrupt or half-written file) is computed
+again.
+
+The cache lives in ``$BNN_CACHE_DIR`` if set, else in ``_build/cache`` of the
+repository (or ``~/.cache/bnn_posteriors`` outside a checkout).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import warnings
+from collections.abc import Callable
+from functools import cache as _memoize
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CACHE_ENV = "BNN_CACHE_DIR"
+_PACKAGE_DIR = Path(__file__).resolve().parent
+_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+class CacheWarning(UserWarning):
+    """A cached unit was unreadable or failed its checksum and is recomputed."""
+
+
+def cache_dir() -> Path:
+    """Root of the unit cache: ``$BNN_CACHE_DIR``, else the checkout's ``_build/cache``."""
+    env = os.environ.get(CACHE_ENV, "").strip()
+    if env:
+        return Path(env).expanduser()
+    root = _PACKAGE_DIR.parent.parent
+    if (root / "pyproject.toml").exists():
+        return root / "_build" / "cache"
+    return Path.home() / ".cache" / "bnn_posteriors"
+
+
+@_memoize
+def code_version() -> str:
+    """SHA-256 (first 16 hex digits) of this package's Python sources."""
+    digest = hashlib.sha256()
+    for path in sorted(_PACKAGE_DIR.rglob("*.py")):
+        digest.update(path.relative_to(_PACKAGE_DIR).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def fingerprint(value: Any) -> Any:
+    """A JSON-serialisable stand-in for ``value``; arrays become their dtype, shape and hash."""
+    if isinstance(value, dict):
+        return {str(k): fingerprint(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [fingerprint(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        array = np.ascontiguousarray(np.asarray(value))
+        return {
+            "dtype": str(array.dtype),
+            "shape": list(array.shape),
+            "sha256": hashlib.sha256(array.tobytes()).hexdigest(),
+        }
+    raise TypeError(
+        f"cannot fingerprint a value of type {type(value).__name__}; "
+        "use dicts, lists, tuples, arrays and plain scalars"
+    )
+
+
+def unit_key(name: str, parts: dict) -> str:
+    """Key of the unit ``name`` with inputs ``parts`` under the current code version."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"unit name must be letters, digits, '_', '.', '-' only, got {name!r}")
+    if not isinstance(parts, dict):
+        raise TypeError(f"parts must be a dict of the unit's inputs, got {type(parts).__name__}")
+    payload = json.dumps(
+        {"name": name, "parts": fingerprint(parts), "code": code_version()}, sort_keys=True
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+def _encode(tree: Any, arrays: list) -> Any:
+    if isinstance(tree, dict):
+        if not all(isinstance(k, str) for k in tree):
+            raise TypeError("dict keys of a cached result must be strings")
+        return {"dict": {k: _encode(v, arrays) for k, v in tree.items()}}
+    if isinstance(tree, list):
+        return {"list": [_encode(v, arrays) for v in tree]}
+    if isinstance(tree, tuple):
+        return {"tuple": [_encode(v, arrays) for v in tree]}
+    if tree is None or isinstance(tree, (bool, int, float, str)):
+        return {"value": tree}
+    if isinstance(tree, np.generic):
+        return {"value": tree.item()}
+    if hasattr(tree, "shape") and hasattr(tree, "dtype"):
+        arrays.append(np.asarray(tree))
+        return {"array": len(arrays) - 1}
+    raise TypeError(f"cannot cache a value of type {type(tree).__name__}")
+
+
+def _decode(node: Any, arrays) -> Any:
+    if "dict" in node:
+        return {k: _decode(v, arrays) for k, v in node["dict"].items()}
+    if "list" in node:
+        return [_decode(v, arrays) for v in node["list"]]
+    if "tuple" in node:
+        return tuple(_decode(v, arrays) for v in node["tuple"])
+    if "array" in node:
+        return arrays[f"a{node['array']}"]
+    return node["value"]
+
+
+def save(path: Path | str, tree: Any) -> Path:
+    """Write ``tree`` to ``path`` (``.npz``) atomically, with its ``.sha256`` beside it."""
+    path = Path(path)
+    arrays: list = []
+    structure = json.dumps(_encode(tree, arrays))
+    buffer = io.BytesIO()
+    np.savez(buffer, __tree__=np.array(structure), **{f"a{i}": a for i, a in enumerate(arrays)})
+    content = buffer.getvalue()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(content)
+    os.replace(tmp, path)
+    checksum = path.with_name(path.name + ".sha256")
+    tmp.write_text(hashlib.sha256(content).hexdigest())
+    os.replace(tmp, checksum)
+    return path
+
+
+def load(path: Path | str) -> Any:
+    """Read a result written by :func:`save`; ``ValueError`` if corrupt or without checksum."""
+    path = Path(path)
+    checksum = path.with_name(path.name + ".sha256")
+    if not checksum.exists():
+        raise ValueError(f"{path} has no checksum file (interrupted write?)")
+    content = path.read_bytes()
+    if hashlib.sha256(content).hexdigest() != checksum.read_text().strip():
+        raise ValueError(f"{path} does not match its checksum (corrupt file)")
+    with np.load(io.BytesIO(content), allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    return _decode(json.loads(str(arrays.pop("__tree__"))), arrays)
+
+
+def unit_path(name: str, parts: dict, directory: Path | str | None = None) -> Path:
+    """Where the unit ``name`` with inputs ``parts`` is (or would be) stored."""
+    root = Path(directory) if directory is not None else cache_dir()
+    return root / name / f"{unit_key(name, parts)}.npz"
+
+
+def is_cached(name: str, parts: dict, directory: Path | str | None = None) -> bool:
+    """Whether a readable result of the unit is on disk (checksum verified)."""
+    path = unit_path(name, parts, directory)
+    if not path.exists():
+        return False
+    try:
+        load(path)
+    except (ValueError, OSError):
+        return False
+    return True
+
+
+def cached(
+    name: str,
+    parts: dict,
+    compute: Callable[[], Any],
+    directory: Path | str | None = None,
+) -> Any:
+    """The result of ``compute()`` for the unit ``name`` with inputs ``parts``, cached on disk.
+
+    Returns the stored result when a verified one exists; otherwise computes, stores
+    and returns it (read back from disk, so both paths give the same types).
+    """
+    if not callable(compute):
+        raise TypeError("compute must be a callable without arguments")
+    path = unit_path(name, parts, directory)
+    if path.exists():
+        try:
+            return load(path)
+        except (ValueError, OSError) as error:
+            warnings.warn(f"recomputing unit {name!r}: {error}", CacheWarning, stacklevel=2)
+    save(path, compute())
+    return load(path)

@@ -1,0 +1,119 @@
+import numpy as np
+import pytest
+
+from bnn_posteriors import cache
+
+
+@pytest.fixture
+def tmp_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
+    return tmp_path
+
+
+def test_cache_dir_env_takes_precedence(tmp_cache):
+    assert cache.cache_dir() == tmp_cache
+
+
+def test_cache_dir_default_is_in_the_checkout(monkeypatch):
+    monkeypatch.delenv(cache.CACHE_ENV, raising=False)
+    assert cache.cache_dir().parts[-2:] == ("_build", "cache")
+
+
+def test_code_version_is_a_stable_hex_digest():
+    assert cache.code_version() == cache.code_version()
+    assert len(cache.code_version()) == 16
+    int(cache.code_version(), 16)
+
+
+def test_fingerprint_hashes_arrays_and_keeps_scalars():
+    a = np.arange(6.0).reshape(2, 3)
+    fp = cache.fingerprint({"b": 1, "a": a, "c": (0.5, "x", None)})
+    assert list(fp) == ["a", "b", "c"]
+    assert fp["a"]["shape"] == [2, 3] and fp["a"]["dtype"] == "float64"
+    assert fp["c"] == [0.5, "x", None]
+    assert cache.fingerprint(np.float32(2.0)) == 2.0
+    assert cache.fingerprint(a) != cache.fingerprint(a + 1)
+    assert cache.fingerprint(a) != cache.fingerprint(a.astype(np.float32))
+    with pytest.raises(TypeError, match="cannot fingerprint"):
+        cache.fingerprint(object())
+
+
+def test_unit_key_depends_on_name_and_parts():
+    parts = {"seed": 1, "x": np.ones(3)}
+    key = cache.unit_key("chain", parts)
+    assert key == cache.unit_key("chain", {"x": np.ones(3), "seed": 1})
+    assert key != cache.unit_key("chain", {"seed": 2, "x": np.ones(3)})
+    assert key != cache.unit_key("member", parts)
+    with pytest.raises(ValueError, match="unit name"):
+        cache.unit_key("a/b", parts)
+    with pytest.raises(TypeError, match="parts must be a dict"):
+        cache.unit_key("chain", [1, 2])
+
+
+def test_save_load_round_trip(tmp_path):
+    tree = {
+        "params": [{"W": np.ones((2, 3)), "b": np.zeros(3)}, {"W": np.arange(3.0)}],
+        "pair": (np.int32(3), 2.5),
+        "name": "airfoil",
+        "none": None,
+        "flag": True,
+    }
+    path = cache.save(tmp_path / "u.npz", tree)
+    back = cache.load(path)
+    np.testing.assert_array_equal(back["params"][0]["W"], tree["params"][0]["W"])
+    np.testing.assert_array_equal(back["params"][1]["W"], tree["params"][1]["W"])
+    assert back["pair"] == (3, 2.5) and isinstance(back["pair"], tuple)
+    assert back["name"] == "airfoil" and back["none"] is None and back["flag"] is True
+    with pytest.raises(TypeError, match="cannot cache"):
+        cache.save(tmp_path / "v.npz", {"f": object()})
+    with pytest.raises(TypeError, match="keys"):
+        cache.save(tmp_path / "w.npz", {1: np.ones(1)})
+
+
+def test_cached_computes_once(tmp_cache):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"x": np.arange(4.0)}
+
+    first = cache.cached("unit", {"seed": 0}, compute)
+    second = cache.cached("unit", {"seed": 0}, compute)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(first["x"], second["x"])
+    assert cache.is_cached("unit", {"seed": 0})
+    assert not cache.is_cached("unit", {"seed": 1})
+    cache.cached("unit", {"seed": 1}, compute)
+    assert len(calls) == 2
+
+
+def test_corrupt_or_unfinished_unit_is_recomputed(tmp_cache):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return np.arange(3.0)
+
+    cache.cached("unit", {}, compute)
+    path = cache.unit_path("unit", {})
+    path.write_bytes(path.read_bytes()[:-7] + b"garbage")
+    assert not cache.is_cached("unit", {})
+    with pytest.warns(cache.CacheWarning, match="checksum"):
+        np.testing.assert_array_equal(cache.cached("unit", {}, compute), np.arange(3.0))
+    assert len(calls) == 2
+    path.with_name(path.name + ".sha256").unlink()
+    with pytest.warns(cache.CacheWarning, match="no checksum"):
+        cache.cached("unit", {}, compute)
+    assert len(calls) == 3
+    assert cache.is_cached("unit", {})
+
+
+def test_cached_rejects_non_callables(tmp_cache):
+    with pytest.raises(TypeError, match="callable"):
+        cache.cached("unit", {}, 3)
+
+
+def test_explicit_directory(tmp_path):
+    cache.cached("unit", {"a": 1}, lambda: {"y": 1.0}, directory=tmp_path / "d")
+    assert cache.is_cached("unit", {"a": 1}, directory=tmp_path / "d")
+    assert cache.unit_path("unit", {"a": 1}, tmp_path / "d").parent == tmp_path / "d" / "unit"
