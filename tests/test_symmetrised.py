@@ -8,9 +8,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from numpyro.infer.util import log_density
 
-from bnn_posteriors import models, nets
+from bnn_posteriors import nets
+from bnn_posteriors.inference import mean_field as mf
 from bnn_posteriors.inference import symmetrised as sym
 
 WIDTHS = (2, 3, 1)
@@ -18,7 +18,7 @@ WIDTHS = (2, 3, 1)
 
 def make_q(key=0, widths=WIDTHS, spread=1.0, scale=0.5):
     """A mean-field q with random means (times ``spread``) and one common scale."""
-    q = sym.init_mean_field(jax.random.key(key), widths, loc_scale=1.0, init_scale=scale)
+    q = mf.init_mean_field(jax.random.key(key), widths, loc_scale=1.0, init_scale=scale)
     q["loc"] = jax.tree.map(lambda v: spread * v, q["loc"])
     q["loc"][0]["b"] = spread * jax.random.normal(jax.random.key(key + 1), (widths[1],))
     return q
@@ -84,10 +84,10 @@ def test_log_permanent_matches_enumeration():
 
 def test_log_q_symmetrised_two_ways():
     q = make_q()
-    w = jax.tree.map(lambda v: v[0], sym.sample_mean_field(jax.random.key(1), q, 1))
+    w = jax.tree.map(lambda v: v[0], mf.sample_mean_field(jax.random.key(1), q, 1))
     group = sym.permutation_group(3)
     direct = jnp.log(
-        jnp.mean(jnp.stack([jnp.exp(sym.log_q(q, nets.permute_hidden(w, 0, g))) for g in group]))
+        jnp.mean(jnp.stack([jnp.exp(mf.log_q(q, nets.permute_hidden(w, 0, g))) for g in group]))
     )
     np.testing.assert_allclose(sym.log_q_symmetrised(q, w), direct, rtol=1e-5)
     np.testing.assert_allclose(sym.log_q_symmetrised(q, w, group), direct, rtol=1e-5)
@@ -137,39 +137,6 @@ def test_elbo_identity():
     assert abs(gap - float(mi)) < 4 * se
 
 
-def test_log_joint_matches_numpyro_model():
-    x, y = toy_data()
-    params = nets.mlp_init(jax.random.key(5), WIDTHS)
-    ours = sym.log_joint(params, x, y, prior_scale=0.7, noise=0.3, activation="tanh")
-    sites = {"W0": params[0]["W"], "b0": params[0]["b"], "W1": params[1]["W"], "b1": params[1]["b"]}
-    theirs, _ = log_density(
-        models.mlp_regression,
-        (x, y),
-        dict(widths=WIDTHS, activation="tanh", prior_scale=0.7, noise=0.3),
-        sites,
-    )
-    np.testing.assert_allclose(ours, theirs, rtol=1e-5)
-
-
-def test_categorical_likelihood():
-    params = nets.mlp_init(jax.random.key(0), (2, 3, 4))
-    x = np.random.default_rng(0).normal(size=(5, 2))
-    y = np.array([0, 1, 2, 3, 0])
-    logits = nets.mlp_apply(params, x)
-    expected = jnp.sum(jax.nn.log_softmax(logits)[jnp.arange(5), y])
-    got = sym.log_likelihood(params, x, jnp.asarray(y), likelihood="categorical")
-    np.testing.assert_allclose(got, expected, rtol=1e-6)
-
-
-def test_kl_and_entropy_closed_forms():
-    q = make_q()
-    draws = sym.sample_mean_field(jax.random.key(0), q, 50_000)
-    log_qs = jax.vmap(lambda w: sym.log_q(q, w))(draws)
-    log_ps = jax.vmap(lambda w: sym.log_prior(w, 1.5))(draws)
-    np.testing.assert_allclose(-log_qs.mean(), sym.entropy(q), rtol=2e-2)
-    np.testing.assert_allclose((log_qs - log_ps).mean(), sym.kl_to_prior(q, 1.5), rtol=3e-2)
-
-
 def test_fit_symmetrised_raises_mi():
     x, y = toy_data(20)
     keys = jnp.stack([jax.random.key_data(jax.random.key(0))] * 2)
@@ -197,7 +164,7 @@ def test_input_validation():
         sym.infonce_bound(jax.random.key(0), q, 0)
     with pytest.raises(ValueError, match="'loc' and 'log_scale'"):
         sym.mutual_information(jax.random.key(0), {"loc": q["loc"]})
-    deep = sym.init_mean_field(jax.random.key(0), (2, 3, 3, 1))
+    deep = mf.init_mean_field(jax.random.key(0), (2, 3, 3, 1))
     with pytest.raises(ValueError, match="one hidden layer"):
         sym.mutual_information(jax.random.key(0), deep)
     with pytest.raises(ValueError, match="increasing"):
@@ -207,7 +174,7 @@ def test_input_validation():
     with pytest.raises(ValueError, match="square"):
         sym.log_permanent(jnp.zeros((2, 3)))
     with pytest.raises(ValueError, match="likelihood"):
-        sym.log_likelihood(q["loc"], x, y, likelihood="poisson")
+        mf.log_likelihood(q["loc"], x, y, likelihood="poisson")
     with pytest.raises(ValueError, match="x must be"):
         sym.elbo_samples(jax.random.key(0), q, x[:, 0], y, 10)
     keys = jnp.stack([jax.random.key_data(jax.random.key(0))])
