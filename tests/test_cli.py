@@ -94,3 +94,38 @@ def test_run_failing_cell(tmp_path, capsys):
     assert cli.main(["run", str(chapter), "--out", str(tmp_path / "executed")]) == 1
     assert "boom" in capsys.readouterr().err
     assert (tmp_path / "executed" / "quick" / "broken.ipynb").is_file()
+
+
+def test_benchmark_writes_one_result_per_unit(tmp_path, monkeypatch, capsys):
+    """The benchmark sub-command on a tiny fake unit: progress, JSON files, resumable."""
+    from bnn_posteriors import benchmark, cache
+
+    calls = []
+
+    def fake(key, split, s):
+        calls.append(1)
+        return {"laplace": {"lppd": 0.5, "rmse": 0.2}}
+
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
+    import numpy as np
+
+    z = np.zeros((2, 1))
+    split = benchmark.data.Split("fake", "full", z, z[:, 0], z, z[:, 0], z, z[:, 0],
+                                 np.zeros(1), np.ones(1), 0.0, 1.0, {})  # fmt: skip
+    monkeypatch.setattr(benchmark.data, "load_split", lambda name, seed, n_max=None: split)
+    monkeypatch.setitem(benchmark._COMPUTE, "laplace", fake)
+    monkeypatch.setattr(benchmark, "_unit_key", lambda *a: None)
+    out = tmp_path / "results"
+    argv = ["benchmark", "--datasets", "airfoil", "energy", "--splits", "1", "--units",
+            "laplace", "--out", str(out)]  # fmt: skip
+    assert cli.main(argv) == 0
+    text = capsys.readouterr().out
+    assert "airfoil" in text and "(computed)" in text and "2 units" in text
+    assert sorted(p.name for p in out.glob("*.json")) == [
+        "airfoil_split1_laplace.json",
+        "energy_split1_laplace.json",
+    ]
+    assert json.loads((out / "energy_split1_laplace.json").read_text())["profile"] == "quick"
+    assert cli.main(argv) == 0 and len(calls) == 2  # second run reads the cache
+    assert "(cached)" in capsys.readouterr().out
+    assert cli.main(["benchmark", "--units", "nuts", "--out", str(out)]) == 2

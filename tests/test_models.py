@@ -245,3 +245,21 @@ def test_mlp_prior_sites_and_shapes():
     }
     assert float(tr["W0"]["fn"].base_dist.base_dist.scale) == 0.5
     assert set(trace(lambda: models.mlp_prior((2, 3, 1), 1.0, bias=False))) == {"W0", "W1"}
+
+
+@pytest.mark.parametrize("value", [1, 5, np.int64(3)])
+def test_positive_int_returns_int(value):
+    out = models.positive_int("n", value)
+    assert out == int(value) and type(out) is int
+
+
+@pytest.mark.parametrize("value", [0, -2, 1.0, True, None, "3"])
+def test_positive_int_rejects(value):
+    with pytest.raises(ValueError, match="n must be a positive integer"):
+        models.positive_int("n", value)
+
+
+def test_positive_int_minimum():
+    assert models.positive_int("steps", 10, minimum=10) == 10
+    with pytest.raises(ValueError, match="steps must be an integer ≥ 10"):
+        models.positive_int("steps", 9, minimum=10)

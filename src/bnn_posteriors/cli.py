@@ -21,7 +21,7 @@ WIDTH = 100  # terminal columns of the scorecard table
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``bnn-posteriors`` (sub-commands ``run`` and ``claims``)."""
+    """The parser of ``bnn-posteriors`` (sub-commands ``run``, ``benchmark``, ``claims``)."""
     parser = argparse.ArgumentParser(
         prog="bnn-posteriors",
         description="Run the book's chapters and report the status of its claims.",
@@ -39,6 +39,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder of executed notebooks (default: <repo root>/_build/executed)",
     )
 
+    bench = commands.add_parser(
+        "benchmark", help="run the UCI benchmark table of chapter 8 unit by unit (resumable)"
+    )
+    bench.add_argument("--profile", help="quick or full (default: $BNN_PROFILE, else quick)")
+    bench.add_argument("--datasets", nargs="+", help="data sets (default: the profile's)")
+    bench.add_argument("--splits", nargs="+", type=int, help="split seeds (default: the profile's)")
+    bench.add_argument("--units", nargs="+", help="laplace, mfvi, mile (default: all)")
+    bench.add_argument(
+        "--skip-existing",
+        action="store_true",
+        help="read units whose result file exists with the same settings (resume)",
+    )
+    bench.add_argument(
+        "--out",
+        type=Path,
+        help="folder of the per-unit JSON results (default: <repo root>/results/ch8_benchmark)",
+    )
+
     report = commands.add_parser("claims", help="print the claim scorecard")
     report.add_argument("--profile", help="show one profile only (quick or full)")
     return parser
@@ -54,6 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "run":
         return run_chapter(args.chapter, profile, args.seed, args.timeout, args.out)
+    if args.command == "benchmark":
+        return run_benchmark(
+            profile, args.datasets, args.splits, args.units, args.out, args.skip_existing
+        )
     return print_claims(profile)
 
 
@@ -146,6 +168,47 @@ def _environ(values: dict[str, str]) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+# --------------------------------------------------------------------------- benchmark
+
+
+def run_benchmark(
+    profile: str | None = None,
+    datasets: Sequence[str] | None = None,
+    splits: Sequence[int] | None = None,
+    units: Sequence[str] | None = None,
+    out: Path | None = None,
+    skip_existing: bool = False,
+) -> int:
+    """Run the chapter-8 table unit by unit with a progress bar; write one JSON per unit."""
+    from bnn_posteriors import benchmark
+
+    try:
+        cfg = profiles.settings("08_benchmarks", profile)
+        if out is None:
+            out = (claims.repo_root() or Path.cwd()) / "results" / "ch8_benchmark"
+        print(f"benchmark (profile {cfg.profile}, seed {cfg.seed}) -> {out}")
+        start = time.perf_counter()
+        rows = benchmark.run_table(
+            cfg,
+            datasets=datasets,
+            splits=splits,
+            units=units,
+            results_dir=out,
+            skip_existing=skip_existing,
+        )
+    except ValueError as error:
+        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
+        return 2
+    for row in rows:
+        state = "cached" if row["cached"] else "computed"
+        print(
+            f"{row['dataset']:12s} split {row['split']} {row['unit']:8s} "
+            f"{row['wall_s']:8.1f} s ({state})"
+        )
+    print(f"wall time: {time.perf_counter() - start:.1f} s for {len(rows)} units")
+    return 0
 
 
 # --------------------------------------------------------------------------- claims

@@ -155,7 +155,12 @@ def dataset_path(name: str, base_url: str | None = None) -> Path:
     in the registered URL. Raises ``DataIntegrityError`` (a ``ValueError``) for a file whose sha256
     differs and ``DataNotFoundError`` (a ``FileNotFoundError``) if no source has the file.
     """
-    info = dataset_info(name)
+    return _locate(dataset_info(name), base_url)
+
+
+def _locate(info: DatasetInfo, base_url: str | None = None) -> Path:
+    """Verified local path of one registered file (see :func:`dataset_path`)."""
+    name = info.name
     rel = Path(info.subdir, info.filename)
     root = os.environ.get(ENV_DATA)
     if root:
@@ -377,3 +382,185 @@ def load_mnist_subset(
     x = x / 255.0
     train, test = order[:-n_test], order[-n_test:]
     return x[train], y[train].astype(np.int32), x[test], y[test].astype(np.int32)
+
+
+# Toy sets and UCI classification sets of [MBNN] (Bergamin et al. 2023 / Immer et al. 2021
+# versions): several files per set, each verified by sha256, then the parsed table's shape.
+_RLA = (
+    f"{RAW_HOST}/federicobergamin/riemannian-laplace-approximation/"
+    "ef5dba89fcf190a8ac51982c555947f00733ca08"
+)
+_IMMER = f"{RAW_HOST}/aleximmer/BNN-predictions/fe80c2c4c53081a418a630f2fa7d49e8b4c1b543"
+
+
+def _file(name, folder, filename, n_rows, n_cols, sha256, repo, task):
+    """One file of a multi-file set, stored as ``<subdir>/<folder>/<filename>``."""
+    top = "toy" if repo == _RLA else "uci_classification"
+    return DatasetInfo(
+        name, f"{top}/{folder}", filename, n_rows, n_cols, sha256,
+        f"{repo}/data/{folder}/{filename}", task,
+    )  # fmt: skip
+
+
+_AUS, _BC = "australian_presplit", "breast_cancer_scale_presplit"
+MULTI_FILE_DATASETS: dict[str, tuple[DatasetInfo, ...]] = {
+    "snelson": (
+        _file("snelson", "snelson_data", "train_inputs", 200, 1,
+              "fd745fae3686ee6b1e03feef7bf4be1b577231ec7406e0e84715fcb37731e44c", _RLA,
+              "regression"),
+        _file("snelson", "snelson_data", "train_outputs", 200, 1,
+              "5f8752c19dbd536ad6435eed26d3e96b0d8101fa194ca31f05d10ab2a5bd9205", _RLA,
+              "regression"),
+    ),
+    "banana": (
+        _file("banana", "banana", "banana.csv", 5300, 3,
+              "4fb6e6ac8748456ab078a7eef75373ba682470722b0c90f2dc907985c0f855f3", _RLA,
+              "classification"),
+    ),
+    "australian": tuple(
+        _file("australian", _AUS, f"australian_scale_{v}_{p}.csv", 345, c, h, _IMMER,
+              "classification")
+        for v, p, c, h in (
+            ("X", "tr", 14, "d63ea54a248e27d7f09353d23aef75a9ccf1f94a477e3a1847a2ffcaffb42bd6"),
+            ("X", "te", 14, "a4c45c6ccf5205b85244f8a3039085c276bc58ba1cb60e7423e276eba1eccb05"),
+            ("y", "tr", 1, "161e7784bf00bc6cbe42c37268097ea3e13889860dd2b44f10b976799577da7b"),
+            ("y", "te", 1, "6fb798e2e6c64e806b853e082d1388258cff398e313cb0400a43e2b025334cfc"),
+        )
+    ),
+    "breast_cancer": tuple(
+        _file("breast_cancer", _BC, f"breast_cancer_scale_{v}_{p}.csv", n, c, h, _IMMER,
+              "classification")
+        for v, p, n, c, h in (
+            ("X", "tr", 341, 10,
+             "a703c82d727aea8d7993c6e58e06b61a8cfe222b3c38c407f79a789c7e64a086"),
+            ("X", "te", 342, 10,
+             "da7f13608ac4755c1220e0d5016a41d7dd479db9037f22146565545bf9290597"),
+            ("y", "tr", 341, 1,
+             "7126e25c14ab7dd8da1cdb2a202a47e18ed0e40a6210e2b039dbef51ad47410c"),
+            ("y", "te", 342, 1,
+             "7a925efa2bbcb94a06539338a363b1c1b51373e53df857ec19b9cef9a73e7278"),
+        )
+    ),
+    "glass": (
+        _file("glass", "glass", "X.txt", 214, 9,
+              "ff0df47911e82b92da63c21dbd9c0825d3944c8c4748360c04bd65d3a2630cff", _IMMER,
+              "classification"),
+        _file("glass", "glass", "Y.txt", 214, 1,
+              "58e288fa681fd58ebd931fc51c4a4071e6a6a3442fbdc3a63026b7f97db15f63", _IMMER,
+              "classification"),
+    ),
+    "ionosphere": (
+        _file("ionosphere", "ionosphere", "ionosphere.data", 351, 35,
+              "a393249211ec3c45c247cbe7d79310023c6cc17c911646ed3f57a18debabba3e", _IMMER,
+              "classification"),
+    ),
+    "vehicle": (
+        _file("vehicle", "vehicle", "X.txt", 846, 18,
+              "ba5d0ad4cd501f6ffe8820d69cfbc77ebb6ab585cef1bb1c468e133168f024a3", _IMMER,
+              "classification"),
+        _file("vehicle", "vehicle", "Y.txt", 846, 1,
+              "b38c8cabd2c14f0cfe3dd890949fa9584895f0535f0ca4b481f33dd23d13363f", _IMMER,
+              "classification"),
+    ),
+    "waveform": (
+        _file("waveform", "waveform", "X.txt", 1000, 21,
+              "6c3550b344b992b470c0dc1c3456e94fc2270f6291d2b0b660f5441652257bd9", _IMMER,
+              "classification"),
+        _file("waveform", "waveform", "Y.txt", 1000, 1,
+              "94ee5bdf99a1479807ec47bcc70718b912fac7694b94e3a6e8810d8096e2eaa4", _IMMER,
+              "classification"),
+    ),
+}  # fmt: skip
+UCI_CLASSIFICATION = ("australian", "breast_cancer", "glass", "ionosphere", "vehicle", "waveform")
+
+
+def _load_table(info: DatasetInfo, delimiter=None) -> np.ndarray:
+    """Locate, verify (sha256) and parse one file; check its (rows, cols) and finiteness."""
+    path = _locate(info)
+    table = np.loadtxt(path, delimiter=delimiter, dtype=np.float64, ndmin=2)
+    if table.shape != (info.n_rows, info.n_cols):
+        raise ValueError(
+            f"{info.name}: {path} parsed to shape {table.shape}, "
+            f"expected {(info.n_rows, info.n_cols)}"
+        )
+    if not np.all(np.isfinite(table)):
+        raise ValueError(f"{info.name}: {path} has NaN/inf entries after parsing")
+    return table
+
+
+def multi_file_info(name: str) -> tuple[DatasetInfo, ...]:
+    """Registered files of a multi-file set: ``snelson``, ``banana``, :data:`UCI_CLASSIFICATION`."""
+    try:
+        return MULTI_FILE_DATASETS[name]
+    except (KeyError, TypeError):
+        known = ", ".join(MULTI_FILE_DATASETS)
+        raise ValueError(f"unknown multi-file data set {name!r}; known: {known}") from None
+
+
+def load_snelson(in_between: bool = False):
+    """Snelson 1-D regression as in the RLA code: ``(x_train, y_train, x_test, y_test)``.
+
+    x: (n, 1), y: (n,). Default: ``train_test_split(test_size=0.25, random_state=230)`` of
+    the 200 points (150/50); ``in_between=True``: the points with 1.5 ≤ x ≤ 3 are the test set.
+    """
+    from sklearn.model_selection import train_test_split
+
+    x_info, y_info = multi_file_info("snelson")
+    x, y = _load_table(x_info), _load_table(y_info)[:, 0]
+    if in_between:
+        gap = (x[:, 0] >= 1.5) & (x[:, 0] <= 3.0)
+        return x[~gap], y[~gap], x[gap], y[gap]
+    x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=0.25, random_state=230)
+    return x_tr, y_tr, x_te, y_te
+
+
+def load_banana(n_train: int | None = 265):
+    """Banana as in the RLA code: ``(x_train, y_train, x_val, y_val, x_test, y_test)``.
+
+    70 % train (``random_state=230``), the rest 50/50 test/validation; the first ``n_train``
+    training points are kept (265 in [MBNN]/RLA; ``None`` keeps all 3710). Labels 0/1 (int).
+    """
+    from sklearn.model_selection import train_test_split
+
+    table = _load_table(multi_file_info("banana")[0], delimiter=",")
+    x, y = table[:, :2], table[:, 2].astype(np.int64) - 1
+    x_tr, x_rest, y_tr, y_rest = train_test_split(x, y, train_size=0.7, random_state=230)
+    x_te, x_va, y_te, y_va = train_test_split(x_rest, y_rest, train_size=0.5, random_state=230)
+    if n_train is not None:
+        n_train = _check_int(n_train, "n_train", 1)
+        x_tr, y_tr = x_tr[:n_train], y_tr[:n_train]
+    return x_tr, y_tr, x_va, y_va, x_te, y_te
+
+
+def load_uci_classification_table(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Whole table of a UCI classification set (pre-split parts concatenated, train first).
+
+    Returns x (n, d) float64 and integer labels y (n,) in 0..C−1.
+    """
+    if name not in UCI_CLASSIFICATION:
+        raise ValueError(f"unknown UCI classification set {name!r}; known: {UCI_CLASSIFICATION}")
+    files = multi_file_info(name)
+    if name in ("australian", "breast_cancer"):
+        x_tr, x_te, y_tr, y_te = (_load_table(f) for f in files)
+        x, y = np.concatenate([x_tr, x_te]), np.concatenate([y_tr, y_te])[:, 0]
+    elif name == "ionosphere":
+        table = _load_table(files[0], delimiter=",")
+        x, y = table[:, :-1], table[:, -1]
+    else:
+        x, y = _load_table(files[0]), _load_table(files[1])[:, 0]
+    return x, y.astype(np.int64)
+
+
+def load_uci_classification(name: str, seed: int):
+    """Split as Immer et al. (2021) / Bergamin et al. (2023): ``train_test_split`` 70 %
+    (``random_state=seed``), the rest 50/50 test/validation, features standardised with the
+    training part's mean and population std. Returns ``(x_tr, y_tr, x_va, y_va, x_te, y_te)``.
+    """
+    from sklearn.model_selection import train_test_split
+
+    seed = _check_int(seed, "seed", 0)
+    x, y = load_uci_classification_table(name)
+    x_tr, x_rest, y_tr, y_rest = train_test_split(x, y, train_size=0.7, random_state=seed)
+    x_te, x_va, y_te, y_va = train_test_split(x_rest, y_rest, train_size=0.5, random_state=seed)
+    mean, std = _stats(x_tr)
+    return ((x_tr - mean) / std, y_tr, (x_va - mean) / std, y_va, (x_te - mean) / std, y_te)

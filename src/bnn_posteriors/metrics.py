@@ -1,4 +1,5 @@
-"""Predictive metrics: LPPD ([SAP] eq. 18) and RMSE, distances to a reference law, dip test."""
+"""Predictive metrics: LPPD ([SAP] eq. 18) and RMSE, distances to a reference law, dip test,
+cumulative LPPD over chains and Wasserstein-2 distances between sample predictives (App. D.5)."""
 
 from __future__ import annotations
 
@@ -129,3 +130,93 @@ def ece(probs, labels, n_bins: int = 15) -> float:
             gap = abs(correct[members].mean() - confidence[members].mean())
             total += members.sum() / labels.size * gap
     return float(total)
+
+
+def _gaussian_predictive(mean, scale, lead: int):
+    """Validate Gaussian predictives: ``mean`` (..., n) with ``lead`` leading axes, scale ≥ 0."""
+    mean = np.asarray(mean, dtype=np.float64)
+    if mean.ndim != lead + 1:
+        raise ValueError(f"mean must have {lead + 1} axes (..., n), got shape {mean.shape}")
+    scale = np.asarray(scale, dtype=np.float64)
+    if scale.ndim == mean.ndim - 1:
+        scale = scale[..., None]
+    scale = np.broadcast_to(scale, mean.shape)
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(scale))) or np.any(scale <= 0):
+        raise ValueError("predictive means must be finite and scales finite and positive")
+    return mean, scale
+
+
+def cumulative_lppd(rng, y, mean, scale, n_orderings: int = 5) -> np.ndarray:
+    """LPPD (eq. 18 of [SAP]) of the first k chains, k = 1..K, for random chain orderings.
+
+    ``mean`` (K chains, S samples, n); ``scale`` (K, S) or (K, S, n) (the noise σ of
+    each sample); ``rng`` a ``numpy.random.Generator`` or seed. Returns
+    (n_orderings, K): row r, column k−1 is the LPPD of the mixture of the first k chains
+    of ordering r (all S samples each) — Fig. 5 of [SAP].
+    """
+    y = np.asarray(y, dtype=np.float64)
+    mean, scale = _gaussian_predictive(mean, scale, 2)
+    if y.shape != mean.shape[-1:]:
+        raise ValueError(f"mean must end in the {y.shape} axis of y, got {mean.shape}")
+    if isinstance(n_orderings, bool) or not isinstance(n_orderings, int) or n_orderings < 1:
+        raise ValueError(f"n_orderings must be a positive integer, got {n_orderings!r}")
+    rng = np.random.default_rng(rng)
+    logp = stats.norm.logpdf(y, mean, scale)  # (K, S, n)
+    per_chain = np.logaddexp.reduce(logp, axis=1)  # log Σ_s p, (K, n)
+    n_chains, n_samples = mean.shape[:2]
+    out = np.empty((n_orderings, n_chains))
+    for r in range(n_orderings):
+        order = rng.permutation(n_chains)
+        cum = np.logaddexp.accumulate(per_chain[order], axis=0)  # (K, n)
+        counts = np.arange(1, n_chains + 1)[:, None] * n_samples
+        out[r] = np.mean(cum - np.log(counts), axis=1)
+    return out
+
+
+def w2_squared_gaussian(mean, scale) -> np.ndarray:
+    """Pairwise squared 2-Wasserstein distances between Gaussian sample predictives ([SAP] §4.2).
+
+    Sample s predicts N(μ^(s), diag(σ^(s)²)) on n inputs; W2² between two such laws is
+    Σ_i (μ_i^(s) − μ_i^(t))² + (σ_i^(s) − σ_i^(t))², reported per input (divided by n).
+    ``mean`` (S, n), ``scale`` (S,) or (S, n). Returns (S, S).
+    """
+    mean, scale = _gaussian_predictive(mean, scale, 1)
+    d_mean = np.mean((mean[:, None] - mean[None]) ** 2, axis=-1)
+    d_scale = np.mean((scale[:, None] - scale[None]) ** 2, axis=-1)
+    return d_mean + d_scale
+
+
+def w2_z_test(mean, scale, *, paper_formula: bool = False) -> np.ndarray:
+    """Z statistics of [SAP] App. D.5 for every pair of sample predictives; (S, S).
+
+    ρ̂ = Cor(μ^(s), μ^(t)) over inputs (eq. 19 context), μ̄_D = (1/n) Σ_i (μ_i^(s) − μ_i^(t))
+    (eqs. 19–20), σ_D² = σ_s² + σ_t² − 2ρ̂ σ_s σ_t (eq. 21, homoscedastic σ per sample).
+    Under H0 μ̄_D ~ N(0, σ_D²/n), so Z = √n μ̄_D / σ_D (default). ``paper_formula=True``
+    gives eq. (22) as printed, Z = μ̄_D / (√n σ_D), which divides by n once more.
+    Pairs with |Z| > 1.96 differ significantly (5 % level). ``mean`` (S, n), ``scale`` (S,).
+    """
+    mean, scale = _gaussian_predictive(mean, scale, 1)
+    sigma = scale[:, 0]
+    if not np.allclose(scale, sigma[:, None]):
+        raise ValueError("w2_z_test assumes one noise scale per sample (homoscedastic)")
+    n = mean.shape[1]
+    rho = np.corrcoef(mean)
+    var_d = sigma[:, None] ** 2 + sigma[None] ** 2 - 2 * rho * sigma[:, None] * sigma[None]
+    mean_d = mean.mean(axis=1)[:, None] - mean.mean(axis=1)[None]
+    sd = np.sqrt(np.maximum(var_d, 1e-300))
+    z = mean_d / (np.sqrt(n) * sd) if paper_formula else np.sqrt(n) * mean_d / sd
+    np.fill_diagonal(z, 0.0)
+    return z
+
+
+def running_lppd(y, mean, scale) -> np.ndarray:
+    """LPPD (eq. 18 of [SAP]) of the first s samples of one chain, s = 1..S (Fig. 3).
+
+    ``mean`` (S, n), ``scale`` (S,) or (S, n). Returns (S,).
+    """
+    y = np.asarray(y, dtype=np.float64)
+    mean, scale = _gaussian_predictive(mean, scale, 1)
+    if y.shape != mean.shape[-1:]:
+        raise ValueError(f"mean must end in the {y.shape} axis of y, got {mean.shape}")
+    cum = np.logaddexp.accumulate(stats.norm.logpdf(y, mean, scale), axis=0)
+    return np.mean(cum - np.log(np.arange(1, mean.shape[0] + 1))[:, None], axis=1)

@@ -31,6 +31,14 @@ def positive(name: str, value: float) -> float:
     return value
 
 
+def positive_int(name: str, value, minimum: int = 1) -> int:
+    """Validate a count: an integer (not a bool) ≥ ``minimum``; returns it as ``int``."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        what = "a positive integer" if minimum == 1 else f"an integer ≥ {minimum}"
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return int(value)
+
+
 def positive_array(name: str, value):
     """Validate an array of scales: finite and positive everywhere (traced values pass)."""
     if isinstance(value, jax.core.Tracer):

@@ -223,6 +223,180 @@ _CHAPTERS: dict[str, dict] = {
             "num_samples": 1000,
         },
     },
+    "06_metricbnn": {
+        "seed": 20250606,
+        "common": {
+            # [MBNN] App. A; the refinement loss is eq. 1 divided by n (and, for regression,
+            # scaled by 2σ² so that its data term is the MSE the authors train with)
+            "snelson_widths": (1, 32, 32, 32, 1),
+            "snelson_sigma": 0.3,  # fixed Gaussian noise sd of the regression likelihood
+            "prior_precision": 1.0,  # δ of the MAP's N(0, 1/δ) prior (LA re-tunes it)
+            "map_learning_rate": 1e-3,
+            "num_particles": 10,  # N
+            "num_refine": 10,  # M
+            "refine_learning_rate": 1e-3,  # η
+            "snelson_drift": 1e-3,  # α
+            # Snelson's part is the same in both profiles: C6.3's NLL difference is small and
+            # its sign changed with a shorter MAP training (3000 steps)
+            "snelson_map_steps": 10000,
+            "snelson_steps": 1000,  # T (shorter walks in the quick profile made C6.4 too easy)
+            "latent_dim": 32,  # k
+            "ae_hidden": (256, 256),
+            # Snelson's autoencoder, both profiles: App. A has 1000 epochs of batch 1024
+            # (~10 000 updates); a shorter training leaves φ⁻¹ near the MAP, which passes the
+            # loss part of C6.4 trivially
+            "ae_updates": 4000,
+            "ae_batch": 256,
+            "ae_learning_rate": 1e-3,
+            "lam_plus": 1.0,
+            "lam_minus": 1.0,
+            "ae_components": 64,  # principal directions the autoencoder sees
+            "pred_samples": 200,  # posterior samples per predictive
+            "loss_tolerance": 0.10,  # C6.1/C6.4: training loss within 10 % of the MAP's
+            "straightness_threshold": 0.9,  # C6.4
+            "banana_widths": (2, 16, 16, 2),
+            "banana_drift": 0.1,
+            "banana_steps": 100,  # T
+            "ring_radius": 2.0,  # C6.5: ring at this multiple of the data's max radius
+            "uci_hidden": (32, 32),
+            "uci_drift": 0.1,
+            "uci_steps": 50,  # T
+            "uci_min_wins": 5,  # C6.6: MetricBNN NLL <= LA NLL on at least 5 of 6
+            "mnist_drift": 0.1,
+            "depths": (1, 2, 3, 4, 5),  # C6.8, Fig. 5
+            "depth_width": 15,
+        },
+        "quick": {
+            "banana_ae_updates": 300,
+            "banana_map_steps": 1000,
+            "uci_seeds": (0,),
+            "uci_map_steps": 500,
+            "uci_ae_updates": 100,
+            "mnist_n_test": 500,
+            "mnist_n_train": 500,
+            "mnist_map_steps": 200,
+            "mnist_ae_updates": 100,
+            "mnist_refine_n": 64,  # training images in the refinement loss
+            "mnist_steps": 20,
+            "depth_map_steps": 1000,
+            "depth_steps": 50,
+            "depth_ae_updates": 50,
+        },
+        "full": {
+            "banana_ae_updates": 4000,
+            "banana_map_steps": 5000,
+            "uci_seeds": (0, 1, 2),
+            "uci_map_steps": 2000,
+            "uci_ae_updates": 300,
+            "mnist_n_test": 1000,
+            "mnist_n_train": 1000,
+            "mnist_map_steps": 500,
+            "mnist_ae_updates": 300,
+            "mnist_refine_n": 128,
+            "mnist_steps": 50,  # T of App. A
+            "depth_map_steps": 3000,
+            "depth_steps": 200,
+            "depth_ae_updates": 200,
+        },
+    },
+    "07_sampling_in_practice": {
+        "seed": 20250707,
+        "common": {
+            "dataset": "airfoil",  # [SAP] Figs. 1, 3-5, 7, 10, 11
+            "split_seed": 1,
+            "hidden": (16, 16, 16),  # [SAP] App. D.4
+            "hidden_many": (16, 16, 16, 16),  # [SAP] Figs. 1, 7
+            "prior_scale": 1.0,
+            "de_learning_rate": 0.01,  # MILE's warm-start settings
+            "de_weight_decay": 0.005,
+            "de_max_epochs": 200,
+            "de_batch_size": 64,
+            "de_patience": 10,
+            "n_orderings": 5,  # random chain orderings of the cumulative LPPD (Fig. 5)
+            "scales": (10.0, 5.0, 2.0, 1.0, 0.5, 0.2, 0.1),  # [SAP] Fig. 12
+        },
+        "quick": {
+            "n_chains": 4,  # regular and permuted warm starts each
+            "tuning_steps": 1000,
+            "sampling_steps": 500,
+            "thinning": 10,
+            "n_chains_many": 16,
+            "tuning_steps_many": 600,
+            "sampling_steps_many": 300,
+            "prior_datasets": ("airfoil",),
+            "prior_depths": (1, 3),
+            "prior_chains": 2,
+            "prior_n_max": None,
+            "prior_tuning_steps": 400,
+            "prior_sampling_steps": 200,
+            "cache": False,
+        },
+        "full": {
+            "n_chains": 10,
+            "tuning_steps": 10_000,  # MILE: 50 000 (reduced to fit the CPU budget)
+            "sampling_steps": 5_000,  # MILE: 10 000
+            "thinning": 10,
+            "n_chains_many": 64,  # [SAP]: 10 000
+            "tuning_steps_many": 2_000,
+            "sampling_steps_many": 1_000,
+            "prior_datasets": ("airfoil", "energy", "bikesharing"),
+            "prior_depths": (1, 2, 3, 4),
+            "prior_chains": 2,
+            "prior_n_max": 2_000,  # bikesharing subsampled to 2 000 rows (others are smaller)
+            "prior_tuning_steps": 1_000,
+            "prior_sampling_steps": 500,
+            "cache": False,  # True makes each chain a resumable unit (different keys)
+        },
+    },
+    "08_benchmarks": {
+        "seed": 20250808,
+        "common": {
+            "datasets": ("airfoil", "bikesharing", "concrete", "energy"),  # [SAP] Table 2
+            "widths_hidden": (16, 16, 16),  # 3 hidden layers of 16 ReLU units
+            "prior_scale": 1.0,  # N(0, 1) prior on every weight and bias
+            # Laplace ([SAP] App. D.7 and the authors' laplace_uci_benchmark.yaml)
+            "map_learning_rate": 0.005,
+            "map_weight_decay": 1e-4,  # optax.adamw's default, which the authors' script uses
+            "map_sigma": 0.1,  # noise of the MAP's Gaussian NLL (their constant_variance_nll)
+            "ggn_sigma": 1.0,  # noise of the GGN (their _pred_to_loss_fn, scale=1.0)
+            "aleatoric_var": 0.1,  # added to the linearised variance (their aleatoric_var)
+            # MFVI ([SAP] App. D.7 and the authors' mfvi_uci_benchmark.yaml)
+            "mfvi_noise": 0.1,  # fixed observation noise of the likelihood and predictive
+            "mfvi_learning_rate": 0.005,
+            "mfvi_init_scale": 0.1353352832366127,  # exp(-2): their initial log std -2
+            "mfvi_pred_samples": 100,
+            # DE and BDE by MILE ([SAP] App. D.7, Sommer et al. 2025)
+            "de_members": 10,
+            "de_learning_rate": 0.01,
+            "de_weight_decay": 0.005,
+            "de_max_epochs": 200,
+            "de_batch_size": 64,
+            "de_patience": 10,
+            "de_noise": 1.0,  # the members' training noise
+            "bde_chains": 10,
+            "thinning": 10,
+            "sd_flag": 3.0,  # C8.2: flag differences larger than 3 split-sds
+        },
+        "quick": {
+            "datasets": ("airfoil", "energy"),  # the two smallest; the rest costs > 3 min
+            "splits": (1,),
+            "n_max": {},
+            "map_steps": 1000,
+            "mfvi_steps": 3000,  # 800 left MFVI underfitted (airfoil RMSE 0.46)
+            "mfvi_particles": 1,
+            "tuning_steps": 800,
+            "sampling_steps": 400,
+        },
+        "full": {
+            "splits": (1, 2, 3),
+            "n_max": {},
+            "map_steps": 10_000,  # the paper's
+            "mfvi_steps": 5000,  # the paper's
+            "mfvi_particles": 1,  # the authors' code: 10 (on minibatches of 128)
+            "tuning_steps": 2000,  # the paper's: 50 000 (too slow for this CPU)
+            "sampling_steps": 1000,  # the paper's: 10 000; 100 samples kept per chain
+        },
+    },
 }
 
 

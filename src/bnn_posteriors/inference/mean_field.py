@@ -10,12 +10,12 @@ categorical likelihood) that :mod:`.symmetrised` trains q on.
 from __future__ import annotations
 
 import math
-import operator
 
 import jax
 import jax.numpy as jnp
 
 from .. import nets
+from ..models import positive_int
 
 LIKELIHOODS = ("gaussian", "categorical")
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -42,7 +42,7 @@ def init_mean_field(
 def sample_mean_field(rng_key, q: dict, num_samples: int):
     """ω ~ q by reparameterisation: every leaf gets a leading (num_samples,) axis."""
     _check_q(q)
-    num_samples = _positive_int(num_samples, "num_samples")
+    num_samples = positive_int("num_samples", num_samples)
     leaves, treedef = jax.tree.flatten(q["loc"])
     keys = jax.random.split(rng_key, len(leaves))
     scales = jax.tree.leaves(q["log_scale"])
@@ -114,16 +114,6 @@ def predictive_outputs(rng_key, q: dict, x, num_samples: int = 100, *, activatio
 
 def _normal_logpdf(v, m, log_s):
     return -0.5 * ((v - m) * jnp.exp(-log_s)) ** 2 - log_s - _HALF_LOG_2PI
-
-
-def _positive_int(value, name: str) -> int:
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}") from None
-    if value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value}")
-    return value
 
 
 def _check_q(q) -> None:

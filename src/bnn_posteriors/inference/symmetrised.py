@@ -31,12 +31,12 @@ import optax
 from jax.scipy.special import logsumexp
 
 from .. import nets
+from ..models import positive_int
 from .mean_field import (
     _HALF_LOG_2PI,
     LIKELIHOODS,
     _check_data,
     _check_q,
-    _positive_int,
     init_mean_field,
     kl_to_prior,
     log_joint,
@@ -61,7 +61,7 @@ def group_size(widths) -> int:
 
 def permutation_group(width: int, max_size: int = MAX_GROUP) -> np.ndarray:
     """All ``width!`` permutations of ``0..width-1``, identity first: (width!, width) int32."""
-    width = _positive_int(width, "width")
+    width = positive_int("width", width)
     if math.factorial(width) > max_size:
         raise ValueError(
             f"{width}! = {math.factorial(width)} permutations exceed max_size={max_size}; "
@@ -72,7 +72,7 @@ def permutation_group(width: int, max_size: int = MAX_GROUP) -> np.ndarray:
 
 def random_permutations(rng_key, width: int, num: int):
     """``num`` permutations of ``0..width-1`` drawn uniformly from G: (num, width)."""
-    width, num = _positive_int(width, "width"), _positive_int(num, "num")
+    width, num = positive_int("width", width), positive_int("num", num)
     return jax.vmap(lambda k: jax.random.permutation(k, width))(jax.random.split(rng_key, num))
 
 
@@ -245,7 +245,7 @@ def infonce_bound(rng_key, q: dict, num_perms: int, num_samples: int = 1000):
     Returns ``(estimate, standard_error)`` over ``num_samples`` draws ω ~ q.
     """
     _check_one_hidden(q)
-    num_perms = _positive_int(num_perms, "num_perms")
+    num_perms = positive_int("num_perms", num_perms)
     width = q["loc"][0]["W"].shape[1]
     k_w, k_p = jax.random.split(rng_key)
     draws = sample_mean_field(k_w, q, num_samples)
@@ -266,7 +266,7 @@ def infonce_curve(rng_key, q: dict, ks, num_samples: int = 1000):
     Returns ``(estimates, standard_errors)``, each of shape (len(ks),).
     """
     _check_one_hidden(q)
-    ks = [_positive_int(k, "K") for k in ks]
+    ks = [positive_int("K", k) for k in ks]
     if not ks or ks != sorted(set(ks)):
         raise ValueError(
             f"ks must be a non-empty increasing sequence of positive integers, got {ks}"
@@ -451,13 +451,13 @@ def fit_mean_field(
     if likelihood not in LIKELIHOODS:
         raise ValueError(f"unknown likelihood {likelihood!r}; choose one of {LIKELIHOODS}")
     for name, v in (("num_steps", num_steps), ("num_particles", num_particles)):
-        _positive_int(v, name)
+        positive_int(name, v)
     if num_perms is None:
         if widths[1] > MAX_EXACT_WIDTH:
             raise ValueError(
                 f"exact I needs H ≤ {MAX_EXACT_WIDTH}, got {widths[1]}; pass num_perms (K)"
             )
-    elif _positive_int(num_perms, "num_perms") < 2:
+    elif positive_int("num_perms", num_perms) < 2:
         raise ValueError(f"num_perms (K) must be at least 2, got {num_perms}")
     if not (learning_rate > 0 and prior_scale > 0 and noise > 0 and init_scale > 0):
         raise ValueError("learning_rate, prior_scale, noise and init_scale must be positive")

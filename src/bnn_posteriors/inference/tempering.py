@@ -31,18 +31,13 @@ from numpyro.infer import SVI, TraceMeanField_ELBO
 from numpyro.optim import optax_to_numpyro
 
 from .. import models, nets
+from ..models import positive_int
 
 SITES = ("W0", "W1")
 LIKELIHOODS = ("gaussian", "categorical")
 
 
 # --------------------------------------------------------------------------- inputs
-
-
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def _check_eta(eta) -> None:
@@ -56,7 +51,7 @@ def _check_eta(eta) -> None:
 
 def balanced_temperature(p: int, n: int, tau: float = 1.0) -> float:
     """The slides' balanced temperature η_N = τ p / N (p observations, N neurons or weights)."""
-    p, n = _positive_int("p", p), _positive_int("N", n)
+    p, n = positive_int("p", p), positive_int("N", n)
     if not (math.isfinite(tau) and tau > 0):
         raise ValueError(f"tau must be a positive number, got {tau!r}")
     return tau * p / n
@@ -94,14 +89,14 @@ def model(
     ``"categorical"``: y_i ~ Categorical(softmax f(x_i)), ``n_out`` classes
     (:func:`models.mlp_classification`, with optional minibatches ``subsample_size``).
     """
-    width = _positive_int("width", width)
+    width = positive_int("width", width)
     if likelihood not in LIKELIHOODS:
         raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
     scale = 1.0 / width if output_scale is None else output_scale
     x = jnp.asarray(x)
     if x.ndim != 2:
         raise ValueError(f"x must have shape (n, d), got {x.shape}")
-    widths = (int(x.shape[1]), width, _positive_int("n_out", n_out))
+    widths = (int(x.shape[1]), width, positive_int("n_out", n_out))
     if likelihood == "gaussian":
         if n_out != 1:
             raise ValueError(f"the gaussian likelihood has one output, got n_out={n_out}")
@@ -125,7 +120,7 @@ def init_params(
     """Initial q: hidden means b_j ~ P0 (a prior draw), output means a_j = 0, all sds
     ``init_scale · prior_scale``. Returns the parameter dict of the module docstring.
     """
-    d_in, width, n_out = (_positive_int(k, v) for k, v in (("d_in", d_in), ("width", width),
+    d_in, width, n_out = (positive_int(k, v) for k, v in (("d_in", d_in), ("width", width),
                                                           ("n_out", n_out)))  # fmt: skip
     if not (prior_scale > 0 and init_scale > 0):
         raise ValueError("prior_scale and init_scale must be positive")
@@ -200,8 +195,8 @@ def fit_tempered(
     shape stacked on a leading axis; ``init``'s arrays then carry the same leading axis,
     ``etas`` is (B, n_eta) and the outputs gain a leading (B,) axis.
     """
-    num_steps = _positive_int("num_steps", num_steps)
-    num_particles = _positive_int("num_particles", num_particles)
+    num_steps = positive_int("num_steps", num_steps)
+    num_particles = positive_int("num_particles", num_particles)
     if not learning_rate > 0:
         raise ValueError(f"learning_rate must be positive, got {learning_rate}")
     unknown = set(batched) - set(model_kwargs)
@@ -253,7 +248,7 @@ def mc_elbo_terms(rng_key, params: dict, model_kwargs: dict, eta=1.0, *, num_par
     _check_eta(eta)
     _check_params(params)
     guide = tempered_guide(mean_field_guide(params), eta)
-    loss = TraceMeanField_ELBO(num_particles=_positive_int("num_particles", num_particles),
+    loss = TraceMeanField_ELBO(num_particles=positive_int("num_particles", num_particles),
                                sum_sites=False)  # fmt: skip
     per_site = loss.loss(rng_key, {}, model, guide, **model_kwargs)
     kl = sum(per_site[s] for s in SITES) / eta
@@ -368,7 +363,7 @@ def sample_weights(rng_key, params: dict, num_samples: int) -> list[dict]:
     Returns ``[{"W": (S, d_in, N)}, {"W": (S, N, d_out)}]`` with S = ``num_samples``.
     """
     _check_params(params)
-    num_samples = _positive_int("num_samples", num_samples)
+    num_samples = positive_int("num_samples", num_samples)
     keys = jax.random.split(rng_key, len(SITES))
     draws = [
         params[f"{s}_loc"]
