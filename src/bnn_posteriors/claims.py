@@ -301,6 +301,38 @@ def _evaluate(rule: str, value: Any, expect: Any, tol: float | None, rtol: float
     )
 
 
+def margin(
+    rule: str, value: Any, expect: Any = None, tol: float | None = None, rtol: float | None = None
+) -> float | None:
+    """How far a check's value is inside (> 0) or outside (< 0) its bound, in its own units.
+
+    ``approx``: min of max(tol, rtol·|expect|) − |value − expect|; ``greater``/``less``: min of
+    value − bound / bound − value; the monotone rules: the smallest step in the required
+    direction. None for rule ``true`` (a boolean has no distance) and for values with NaN.
+    Elementwise checks report their worst element, so a margin ≤ 0 is a failed check
+    (a strict rule fails at 0).
+    """
+    if rule == "true":
+        return None
+    array = _numeric(value, "value")
+    if np.isnan(array).any():
+        return None
+    if rule in _MONOTONE:
+        steps = np.diff(array)
+        return float(np.min(-steps if rule.endswith("decreasing") else steps))
+    bound = _numeric(expect, "expect")
+    array, bound = np.broadcast_arrays(array, bound)
+    if rule == "approx":
+        allowed = np.maximum(tol or 0.0, (rtol or 0.0) * np.abs(bound))
+        return float(np.min(allowed - np.abs(array - bound)))
+    return float(np.min(array - bound if rule == "greater" else bound - array))
+
+
+def record_only() -> bool:
+    """True when ``$BNN_CLAIMS_RECORD_ONLY`` is 1: checks record but never raise (the sweep)."""
+    return os.environ.get("BNN_CLAIMS_RECORD_ONLY", "").strip() == "1"
+
+
 def _monotone(rule: str, array: np.ndarray) -> tuple[bool, str]:
     if array.ndim != 1 or array.size < 2:
         raise ValueError(f"rule {rule!r} needs a 1-D sequence of ≥ 2 values, got {array.shape}")
@@ -351,6 +383,8 @@ def check(
     ``non-decreasing``, ``increasing``, ``decreasing`` (over a 1-D sequence; the last
     two strictly) and ``true`` (a bool or all of an array of bools). ``seed`` is
     recorded as given, else ``$BNN_SEED``, else null. A NaN value does not reproduce.
+    The record carries the check's :func:`margin`. Under ``$BNN_CLAIMS_RECORD_ONLY=1``
+    (the seed sweep) an unlocked status is recorded but not raised.
     """
     claim = _claim(claim_id)
     _validate(rule, expect, tol, rtol)
@@ -369,6 +403,7 @@ def check(
         "tol": to_json(tol),
         "rtol": to_json(rtol),
         "reproduced": reproduced,
+        "margin": to_json(margin(rule, value, expect, tol, rtol)),
         "status": status,
         "locked": claim["locked"],
         "message": message,
@@ -380,7 +415,7 @@ def check(
     }
     record = Record(record)
     append_record(record)
-    if status != claim["locked"]:
+    if status != claim["locked"] and not record_only():
         raise ClaimError(_unlock_message(claim, record))
     return record
 

@@ -57,6 +57,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder of the per-unit JSON results (default: <repo root>/results/ch8_benchmark)",
     )
 
+    sweep = commands.add_parser(
+        "sweep",
+        help="run chapters under several seeds; write each check's status and margin "
+        "to results/sweep/<profile>.json",
+    )
+    sweep.add_argument("--seeds", type=int, default=5, help="seeds per chapter (default: 5)")
+    sweep.add_argument("--chapters", nargs="+", help="chapter stems (default: every chapter)")
+    sweep.add_argument("--profile", help="quick or full (default: $BNN_PROFILE, else quick)")
+    sweep.add_argument("--out", type=Path, help="the sweep file (default: results/sweep/)")
+    sweep.add_argument(
+        "--resume", action="store_true", help="keep the runs already in the file (resume)"
+    )
+
     report = commands.add_parser("claims", help="print the claim scorecard")
     report.add_argument("--profile", help="show one profile only (quick or full)")
     return parser
@@ -76,6 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_benchmark(
             profile, args.datasets, args.splits, args.units, args.out, args.skip_existing
         )
+    if args.command == "sweep":
+        return run_sweep(args.chapters, args.seeds, profile, args.out, args.resume)
     return print_claims(profile)
 
 
@@ -110,12 +125,12 @@ def run_chapter(
 
     notebook = jupytext.read(chapter)
     target = executed_path(chapter, profile, out)
-    environ = {"BNN_PROFILE": profile}
+    variables = {"BNN_PROFILE": profile}
     if seed is not None:
-        environ["BNN_SEED"] = str(seed)
+        variables["BNN_SEED"] = str(seed)
     from tqdm import tqdm
 
-    print(f"running {chapter} (profile {profile}, seed {environ.get('BNN_SEED', 'default')})")
+    print(f"running {chapter} (profile {profile}, seed {variables.get('BNN_SEED', 'default')})")
     progress = tqdm(
         total=sum(cell.cell_type == "code" for cell in notebook.cells),
         desc=chapter.stem,
@@ -131,7 +146,7 @@ def run_chapter(
     )
     start = time.perf_counter()
     failure = None
-    with _environ(environ):
+    with environ(variables):
         try:
             client.execute()
         except (CellExecutionError, CellTimeoutError, DeadKernelError) as error:
@@ -156,7 +171,7 @@ def executed_path(chapter: Path, profile: str, out: Path | None = None) -> Path:
 
 
 @contextlib.contextmanager
-def _environ(values: dict[str, str]) -> Iterator[None]:
+def environ(values: dict[str, str]) -> Iterator[None]:
     """Set environment variables for the kernel, restoring the old values afterwards."""
     old = {key: os.environ.get(key) for key in values}
     os.environ.update(values)
@@ -168,6 +183,32 @@ def _environ(values: dict[str, str]) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+# --------------------------------------------------------------------------- sweep
+
+
+def run_sweep(
+    chapters: Sequence[str] | None,
+    n_seeds: int,
+    profile: str | None,
+    out: Path | None,
+    resume: bool = False,
+) -> int:
+    """Run the seed sweep and print its table; 1 if a check is not robust, 2 on bad input."""
+    from bnn_posteriors import sweep
+
+    try:
+        result = sweep.run_sweep(chapters, n_seeds, profile, out, resume=resume)
+    except ValueError as error:
+        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
+        return 2
+    rows = sweep.summarise(result)
+    print(sweep.sweep_markdown(result))
+    fragile = [f"{row['id']} ({row['index'] + 1})" for row in rows if not row["robust"]]
+    print(f"{len(rows) - len(fragile)} of {len(rows)} checks robust" + (
+        f"; not robust: {', '.join(fragile)}" if fragile else ""))  # fmt: skip
+    return 0
 
 
 # --------------------------------------------------------------------------- benchmark

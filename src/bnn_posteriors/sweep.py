@@ -1,0 +1,232 @@
+"""The seed sweep: every chapter run under several seeds, each check's status and margin.
+
+A claim's check must hold for every reasonable seed, by a margin larger than its
+seed-to-seed spread. :func:`run_sweep` executes each chapter once per seed (the chapter's
+default seed and the ``n − 1`` integers after it) with the checks in record-only mode
+(:func:`bnn_posteriors.claims.record_only`), so one failing check does not hide the
+others, and writes one result file with provenance, ``results/sweep/<profile>.json``.
+:func:`summarise` turns its runs into one row per check (statuses, smallest margin,
+spread) and :func:`seeds_by_claim` into the "k of n seeds" of the scorecard.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from bnn_posteriors import book, claims, profiles, results
+
+
+def seeds(chapter: str, n: int) -> list[int]:
+    """The ``n`` seeds of a chapter's sweep: its default seed, then the next ``n − 1``."""
+    if not (isinstance(n, int) and n >= 1):
+        raise ValueError(f"the number of seeds must be a positive integer, got {n!r}")
+    spec = profiles.chapters().get(chapter)
+    if spec is None:
+        known = sorted(profiles.chapters())
+        raise ValueError(f"no settings for chapter {chapter!r}; known: {known}")
+    return [int(spec["seed"]) + i for i in range(n)]
+
+
+def sweep_path(profile: str) -> Path:
+    """The committed sweep file of a profile: ``results/sweep/<profile>.json``."""
+    return results.results_dir() / "sweep" / f"{profiles.profile_name(profile)}.json"
+
+
+def run_key(chapter: str, seed: int) -> str:
+    """The key of one run in a sweep file: ``"<chapter>/<seed>"``."""
+    return f"{chapter}/{seed}"
+
+
+def checks_of(records: Sequence[dict]) -> list[dict]:
+    """The checks of one chapter run, in order, numbered per claim (``index``), with margins."""
+    counts: dict[str, int] = {}
+    rows = []
+    for record in records:
+        index = counts.get(record["id"], 0)
+        counts[record["id"]] = index + 1
+        margin = record.get("margin")
+        if "margin" not in record and record.get("rule") is not None:
+            margin = claims.margin(
+                record["rule"], record["value"], record.get("expect"), record.get("tol"),
+                record.get("rtol"),
+            )  # fmt: skip
+        rows.append(
+            {
+                "id": record["id"],
+                "index": index,
+                "status": record["status"],
+                "locked": record.get("locked"),
+                "margin": margin,
+                "measured": claims.short(record.get("value"), 40),
+                "expected": claims.expectation(record, width=40),
+            }
+        )
+    return rows
+
+
+def run_sweep(
+    chapters: Sequence[str] | None = None,
+    n_seeds: int = 5,
+    profile: str | None = None,
+    out: Path | None = None,
+    *,
+    resume: bool = False,
+    execute: Callable[[Path, str, int], int] | None = None,
+    log: Callable[[str], None] = print,
+) -> dict:
+    """Run every chapter (default: all of ``_toc.yml``) under ``n_seeds`` seeds; write ``out``.
+
+    ``execute(chapter_path, profile, seed)`` runs one chapter and returns its exit code
+    (default: :func:`bnn_posteriors.cli.run_chapter`). Runs of chapters not asked for are
+    kept from an existing file; with ``resume``, runs already in it are not repeated. The
+    file is rewritten after every run, so an interrupted sweep loses no finished run.
+    """
+    profile = profiles.profile_name(profile)
+    paths = {path.stem: path for path in book.chapter_paths()}
+    names = [name for name in paths if name in profiles.chapters()] if not chapters else chapters
+    for name in names:
+        if name not in paths or name not in profiles.chapters():
+            raise ValueError(f"unknown chapter {name!r}; the chapters are {sorted(paths)}")
+    out = sweep_path(profile) if out is None else Path(out)
+    from bnn_posteriors.cli import environ, run_chapter
+
+    if execute is None:
+
+        def execute(path: Path, profile: str, seed: int) -> int:
+            return run_chapter(path, profile, seed)
+
+    previous = load_sweep(out) if out.is_file() else {"runs": {}}
+    runs = dict(previous.get("runs", {}))
+    if not resume:
+        runs = {key: run for key, run in runs.items() if run["chapter"] not in names}
+    for name in names:
+        for seed in seeds(name, n_seeds):
+            key = run_key(name, seed)
+            if key in runs:
+                log(f"{key}: kept from {out}")
+                continue
+            with tempfile.TemporaryDirectory() as folder:
+                variables = {"BNN_CLAIMS_DIR": folder, "BNN_CLAIMS_RECORD_ONLY": "1"}
+                start = time.perf_counter()
+                with environ(variables):
+                    code = execute(paths[name], profile, seed)
+                wall = time.perf_counter() - start
+                files = sorted(Path(folder, profile).glob("*.jsonl"))
+                records = [r for f in files for r in claims.read_jsonl(f)]
+            runs[key] = {
+                "chapter": name,
+                "seed": seed,
+                "exit_code": int(code),
+                "wall_s": round(wall, 1),
+                "checks": checks_of(records),
+            }
+            log(f"{key}: exit {code}, {len(records)} checks, {wall:.0f} s")
+            results.write_json(out, {"n_seeds": n_seeds, "runs": runs}, profile=profile)
+    return load_sweep(out)
+
+
+def load_sweep(path: Path | None = None, profile: str = "quick") -> dict | None:
+    """A sweep file (default: the committed one of ``profile``), or None if there is none."""
+    if path is None:
+        try:
+            path = sweep_path(profile)
+        except ValueError:
+            return None
+    path = Path(path)
+    if not path.is_file():
+        return None
+    sweep = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(sweep, dict) or not isinstance(sweep.get("runs"), dict):
+        raise ValueError(f"{path} is not a sweep file (no 'runs')")
+    return sweep
+
+
+def summarise(sweep: dict) -> list[dict]:
+    """One row per check (claim id, index) over the seeds of its chapter.
+
+    Each row: ``id``, ``index``, ``seeds``, ``statuses`` (one per seed, "missing" where the
+    run stopped before the check), ``reproduced`` (how many), ``margins``, ``min_margin``,
+    ``spread`` (sd of the margins over seeds) and ``robust``: every seed reproduces and the
+    smallest margin exceeds the spread (for a margin-less boolean check: every seed
+    reproduces).
+    """
+    by_chapter: dict[str, list[dict]] = {}
+    for run in sweep["runs"].values():
+        by_chapter.setdefault(run["chapter"], []).append(run)
+    rows = []
+    for chapter in sorted(by_chapter):
+        chapter_runs = sorted(by_chapter[chapter], key=lambda run: run["seed"])
+        keys = []
+        for run in chapter_runs:
+            for c in run["checks"]:
+                if (c["id"], c["index"]) not in keys:
+                    keys.append((c["id"], c["index"]))
+        for claim_id, index in keys:
+            found = [
+                next((c for c in run["checks"] if (c["id"], c["index"]) == (claim_id, index)), None)
+                for run in chapter_runs
+            ]
+            statuses = [c["status"] if c else "missing" for c in found]
+            margins = [c["margin"] if c else None for c in found]
+            numeric = np.array([m for m in margins if isinstance(m, int | float)], dtype=float)
+            k = statuses.count(claims.REPRODUCED)
+            spread = float(numeric.std(ddof=1)) if numeric.size > 1 else None
+            min_margin = float(numeric.min()) if numeric.size else None
+            if numeric.size:
+                robust = k == len(statuses) and min_margin > (spread or 0.0)
+            else:
+                robust = k == len(statuses)
+            rows.append(
+                {
+                    "id": claim_id,
+                    "index": index,
+                    "seeds": [run["seed"] for run in chapter_runs],
+                    "statuses": statuses,
+                    "reproduced": k,
+                    "margins": margins,
+                    "min_margin": min_margin,
+                    "spread": spread,
+                    "robust": bool(robust),
+                    "expected": next((c["expected"] for c in found if c), ""),
+                }
+            )
+    return rows
+
+
+def seeds_by_claim(sweep: dict | None) -> dict[str, tuple[int, int]]:
+    """Per claim id: (seeds on which every check of the claim reproduced, seeds run)."""
+    if not sweep:
+        return {}
+    per_claim: dict[str, list[list[str]]] = {}
+    for row in summarise(sweep):
+        per_claim.setdefault(row["id"], []).append(row["statuses"])
+    counts = {}
+    for claim_id, status_lists in per_claim.items():
+        by_seed = list(zip(*status_lists, strict=True))
+        ok = sum(all(s == claims.REPRODUCED for s in seed) for seed in by_seed)
+        counts[claim_id] = (ok, len(by_seed))
+    return counts
+
+
+def sweep_markdown(sweep: dict | None) -> str:
+    """The sweep as a Markdown table: one row per check, statuses, smallest margin, spread."""
+    if not sweep:
+        return "No seed sweep has been committed yet (`bnn-posteriors sweep`).\n"
+    header = "| check | seeds reproducing | expected | smallest margin | spread (sd) | robust |\n"
+    lines = [header + "|---|---|---|---|---|---|"]
+    for row in summarise(sweep):
+        name = row["id"] + (f" ({row['index'] + 1})" if row["index"] else "")
+        fmt = lambda x: "—" if x is None else f"{x:.3g}"
+        expected = row["expected"].replace("|", "\\|")
+        lines.append(
+            f"| {name} | {row['reproduced']} of {len(row['statuses'])} | "
+            f"{expected} | {fmt(row['min_margin'])} | "
+            f"{fmt(row['spread'])} | {'yes' if row['robust'] else 'no'} |"
+        )
+    return "\n".join(lines) + "\n"
