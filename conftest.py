@@ -1,9 +1,10 @@
-"""Collect the book's chapters as notebook tests (nbval).
+"""Collect the book's chapters as notebook tests (nbval), on request.
 
-``pytest`` from the repository root walks ``book/``; every chapter listed in
-``_toc.yml`` is converted from its MyST markdown source with jupytext into
-``_build/nbval/<name>.ipynb`` and executed by nbval (``--nbval-lax``: every
-cell must run without error; outputs are not compared).
+``pytest`` alone runs ``tests/`` only (the chapters are executed once, by the book
+build). ``pytest book`` (or ``pytest book/03_symmetries.md``) walks ``book/``: every
+chapter listed in ``_toc.yml`` is converted from its MyST markdown source with jupytext
+into ``_build/nbval/<name>.ipynb`` and executed by nbval (``--nbval-lax``: every cell
+must run without error; outputs are not compared).
 """
 
 from pathlib import Path

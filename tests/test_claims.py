@@ -269,3 +269,39 @@ def test_check_returns_a_record_that_prints_as_one_line(tmp_path, monkeypatch):
     line = pretty(record)
     assert line.startswith("C1.1 reproduced: measured 1e-15") and "expected ≈ 0 ± 1e-12" in line
     assert "\n" not in line
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "expect", "tol", "margin"),
+    [
+        ("approx", 0.78, 0.777, 0.01, 0.007),
+        ("approx", [0.0, 0.5], 0.0, 0.1, -0.4),
+        ("greater", [3.0, 1.5], 1.0, None, 0.5),
+        ("less", 0.2, 1.0, None, 0.8),
+        ("non-increasing", [3.0, 2.0, 1.5], None, None, 0.5),
+        ("increasing", [1.0, 1.2, 1.1], None, None, -0.1),
+        ("true", [True, False], None, None, None),
+    ],
+)
+def test_margin_in_the_checks_units(rule, value, expect, tol, margin):
+    found = claims.margin(rule, value, expect, tol)
+    assert found == (None if margin is None else pytest.approx(margin))
+
+
+def test_margin_sign_agrees_with_the_status(claims_dir):
+    """A check with a positive margin holds; a negative margin is a failure."""
+    held = claims.check("C3.4", 0.78, expect=0.777, tol=0.01)
+    assert held["margin"] > 0 and held["status"] == claims.REPRODUCED
+    with pytest.raises(claims.ClaimError):
+        claims.check("C3.4", 0.9, expect=0.777, tol=0.01)
+    failed = claims.read_jsonl(claims_dir / "quick" / "03.jsonl")[-1]
+    assert failed["margin"] < 0 and failed["status"] == claims.NOT_REPRODUCED
+
+
+def test_record_only_mode_records_without_raising(claims_dir, monkeypatch):
+    monkeypatch.setenv("BNN_CLAIMS_RECORD_ONLY", "1")
+    record = claims.check("C3.4", 0.9, expect=0.777, tol=0.01)
+    assert record["status"] == claims.NOT_REPRODUCED  # recorded, not raised
+    monkeypatch.setenv("BNN_CLAIMS_RECORD_ONLY", "0")
+    with pytest.raises(claims.ClaimError):
+        claims.check("C3.4", 0.9, expect=0.777, tol=0.01)

@@ -146,3 +146,18 @@ def test_bad_input():
         metricbnn.gaussian_of_samples(jnp.zeros((1, 3)))
     with pytest.raises(ValueError, match="thetas"):
         metricbnn.push_forward(theta, None, None, None)
+
+
+def test_max_curvature_and_stable_learning_rate():
+    scales = jnp.array([1.0, 4.0, 250.0])
+    loss = lambda t: 0.5 * jnp.sum(scales * t**2)  # Hessian diag(1, 4, 250)
+    theta = jnp.ones(3)
+    lam = metricbnn.max_curvature(loss, theta, jax.random.PRNGKey(0))
+    assert lam == pytest.approx(250.0, rel=1e-4)
+    key = jax.random.PRNGKey(1)
+    assert metricbnn.stable_learning_rate(loss, theta, key, 1e-3) == 1e-3
+    assert metricbnn.stable_learning_rate(loss, theta, key, 1e-2) == pytest.approx(
+        1 / 250, rel=1e-4
+    )
+    with pytest.raises(ValueError):
+        metricbnn.stable_learning_rate(loss, theta, key, -1.0)

@@ -110,6 +110,32 @@ def test_resume_does_not_recompute(tmp_path, monkeypatch):
     assert calls == ["s"]
 
 
+@pytest.mark.parametrize("cached", [False, True])
+def test_per_chain_prior_scale_matches_shared_scales(tmp_path, cached):
+    x, y = _data()
+    starts = _starts(2)
+    # MCLMC is chaotic and float round-off differs between programs: compare short runs
+    kw = dict(widths=WIDTHS, tuning_steps=10, sampling_steps=3, thinning=1)
+    if cached:
+        kw["cache_dir"] = tmp_path
+    mixed = mile.run_bde(jax.random.PRNGKey(6), x, y, starts, prior_scale=[1.0, 0.1], **kw)
+    for chain, scale in enumerate((1.0, 0.1)):
+        shared = mile.run_bde(jax.random.PRNGKey(6), x, y, starts, prior_scale=scale, **kw)
+        # the prior term of the log density tells the scales apart (a factor 100 here)
+        np.testing.assert_allclose(
+            mixed["logdensity"][chain], shared["logdensity"][chain], rtol=1e-2
+        )
+        np.testing.assert_allclose(
+            mixed["samples"]["W0"][chain], shared["samples"]["W0"][chain], rtol=1e-2, atol=1e-2
+        )
+        np.testing.assert_allclose(mixed["step_size"][chain], shared["step_size"][chain], rtol=1e-2)
+    assert abs(mixed["logdensity"][0, 0] - mixed["logdensity"][1, 0]) > 10
+    with pytest.raises(ValueError, match="prior_scale"):
+        mile.run_bde(jax.random.PRNGKey(0), x, y, starts, prior_scale=[1.0, 1.0, 1.0], **kw)
+    with pytest.raises(ValueError, match="prior_scale"):
+        mile.run_bde(jax.random.PRNGKey(0), x, y, starts, prior_scale=[1.0, 0.0], **kw)
+
+
 _SHARD_SCRIPT = textwrap.dedent(
     """
     import jax, numpy as np

@@ -56,3 +56,43 @@ def test_sequential_colors_follow_the_colormap():
 def test_sequential_colors_rejects_bad_n(n):
     with pytest.raises(ValueError, match="n must be a positive integer"):
         plotting.sequential_colors(n)
+
+
+_KERNEL_CELLS = (
+    "import matplotlib\nimport matplotlib.pyplot as plt\nfrom myst_nb import glue\n"
+    "backend_before = matplotlib.get_backend()\n"
+    "from bnn_posteriors import plotting\nplotting.use_style()",
+    "fig, ax = plt.subplots()\nax.plot([0, 1], [1, 0])\nglue('fig-test', fig, display=False)\n"
+    "plt.close(fig)",
+    "fig, ax = plt.subplots()\nax.plot([0, 1])\nfig",
+    "print(backend_before)",
+)
+
+
+def test_use_style_gives_figures_an_image_in_a_kernel_under_mplbackend_agg(monkeypatch):
+    """Under MPLBACKEND=Agg a glued or shown figure still has image/png, not '<Figure size'."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("myst_nb")
+    monkeypatch.setenv("MPLBACKEND", "Agg")  # the kernel inherits the environment
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(source) for source in _KERNEL_CELLS]
+    )
+    nbclient.NotebookClient(notebook, kernel_name="python3", timeout=120).execute()
+    outputs = [output for cell in notebook.cells for output in cell.outputs]
+
+    assert outputs[-1]["output_type"] == "stream" and outputs[-1]["text"].strip() == "Agg", (
+        "the kernel did not start on the Agg backend, so the test proves nothing"
+    )
+    streams = [o for o in outputs if o["output_type"] == "stream"]
+    assert all(o["name"] == "stdout" for o in streams), f"stderr output: {streams}"
+    glued = [o for o in outputs if "application/papermill.record/text/plain" in o.get("data", {})]
+    assert len(glued) == 1
+    assert "application/papermill.record/image/png" in glued[0]["data"]
+    shown = [o for o in outputs if o["output_type"] in ("execute_result", "display_data")]
+    assert len(shown) >= 2
+    for output in shown:
+        # a page shows text/plain ('<Figure size 770x396 with 1 Axes>') only without an image
+        mimes = {mime.removeprefix("application/papermill.record/") for mime in output["data"]}
+        assert "image/png" in mimes, f"a figure without an image: {output['data']}"
+    assert not any("<Figure size" in o["text"] for o in streams)

@@ -57,12 +57,12 @@ def test_scorecard_markdown_has_a_row_per_claim():
     records = [record("C1.2", "quick", "reproduced", "2025-01-03T00:00:00+00:00", long_value)]
     text = scorecard.scorecard_markdown(scorecard.scorecard(records, links={}))
     lines = text.strip().splitlines()
-    assert lines[0].startswith("| Claim | What | Source | quick | full |")
+    assert lines[0].startswith("| Claim | What | Source | quick | seeds reproducing | full |")
     body = lines[2:]
     assert len(body) == len(claims.catalogue())
     for line, claim in zip(body, claims.catalogue(), strict=True):
         assert line.startswith(f"| {claim['id']} |")
-        assert line.count(" | ") == 6
+        assert line.count(" | ") == 7
     row = next(line for line in body if line.startswith("| C1.2 |"))
     assert "✓ reproduced" in row and "[0, 1, 2, …]" in row
     assert max(len(line) for line in body) < 250
@@ -112,3 +112,11 @@ def test_summary_markdown_has_a_row_per_profile():
     assert lines[0].startswith("| profile | reproduced | not reproduced |")
     quick = next(line for line in lines if line.startswith("| quick |"))
     assert quick.split(" | ")[1] == "1"
+
+
+def test_scorecard_shows_k_of_n_seeds():
+    rows = scorecard.scorecard([], links={}, seed_counts={"C1.2": (4, 5)})
+    by_id = {row["id"]: row for row in rows}
+    assert by_id["C1.2"]["seeds"] == "4 of 5" and by_id["C1.1"]["seeds"] == ""
+    line = next(x for x in scorecard.scorecard_markdown(rows).splitlines() if "| C1.2 |" in x)
+    assert "| 4 of 5 |" in line

@@ -2,14 +2,15 @@
 
 For every page of ``_toc.yml``: every local resource answers 200, nothing is loaded from
 another host (the site must read offline), every image loads, the browser console has no
-errors, the equations are typeset by the MathJax shipped with the site, and each chapter
+errors, the equations are typeset by the MathJax shipped with the site, every figure
+caption has its image (no figure shows as the text ``<Figure size …>``), and each chapter
 shows its claims admonition. A full-page screenshot of each page is saved under
 ``_build/screenshots/``.
 
 The book is built first (``jupyter-book build . --warningiserror --keep-going``), unless
-``BNN_SITE_PREBUILT=1`` says that ``_build/html`` is current. Chromium and ChromeDriver
-are Debian's (``apt-get install chromium chromium-driver``; other paths via
-``BNN_CHROMIUM`` and ``BNN_CHROMEDRIVER``).
+``BNN_SITE_PREBUILT=1`` says that ``_build/html`` is current (``make test`` builds it with
+``make book`` and sets it). Chromium and ChromeDriver are Debian's (``apt-get install
+chromium chromium-driver``; other paths via ``BNN_CHROMIUM`` and ``BNN_CHROMEDRIVER``).
 """
 
 from __future__ import annotations
@@ -154,6 +155,20 @@ def test_page_renders_for_a_reader(page, site, browser):
     for raw in ("$$", "\\(", "\\["):
         assert raw not in text, f"{page}: raw TeX {raw!r} left in the page"
 
+    # a figure rendered as text: its kernel had no image repr for it (e.g. MPLBACKEND=Agg)
+    page_text = browser.execute_script("return document.body.innerText")
+    assert "<Figure size" not in page_text, (
+        f"{page}: a figure shows as text ('<Figure size …>') instead of an image"
+    )
+    captions_without_image = browser.execute_script(
+        "return Array.from(document.querySelectorAll('main figcaption'))"
+        ".filter(c => !(c.closest('figure') || c.parentElement).querySelector('img, svg'))"
+        ".map(c => c.textContent.trim().slice(0, 80))"
+    )
+    assert not captions_without_image, (
+        f"{page}: figure captions without an image: {captions_without_image}"
+    )
+
     if Path(page).name[:2].isdigit():  # a chapter: its claims admonition
         titles = browser.execute_script(
             "return Array.from(document.querySelectorAll('.admonition .admonition-title'))"
@@ -171,9 +186,14 @@ def test_scorecard_lists_every_claim_with_a_status(site, browser):
         "return Array.from(document.querySelectorAll('main table tbody tr'))"
         ".map(r => Array.from(r.cells).map(c => c.textContent.trim()))"
     )
+    header = browser.execute_script(
+        "return Array.from(document.querySelectorAll('main table thead th'))"
+        ".map(c => c.textContent.trim())"
+    )
     ids = [row[0] for row in rows]
     assert ids == [c["id"] for c in claims.catalogue()]
-    statuses = {row[3] for row in rows} | {row[4] for row in rows}
+    quick, full = header.index("quick"), header.index("full")  # the status columns
+    statuses = {row[quick] for row in rows} | {row[full] for row in rows}
     assert statuses <= {"✓ reproduced", "✗ not reproduced", "—"}, statuses
     # every claim that a chapter checks links to an existing section of that chapter
     links = browser.execute_script(

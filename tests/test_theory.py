@@ -441,3 +441,26 @@ def test_log_abs_product_density_rejects_degenerate_or_descending_grids(u):
 def test_log_abs_product_density_rejects_a_grid_that_misses_the_mass():
     with pytest.raises(ValueError, match="holds only"):
         theory.log_abs_product_density(2, 1.0, np.linspace(0.5, 3.0, 200))
+
+
+@pytest.mark.parametrize(("n", "half_width"), [(100, 1.5), (200, 2.0)])
+def test_quadrature_survives_a_strong_likelihood_and_a_tight_prior(n, half_width):
+    """Regression: the prior density of β was floored at 1e-300 before its log, so where a
+    strong likelihood met a tight prior (σ = 0.173, τ² = 2e-4) the floor won and E|β| came
+    out near β̂ = 1 (0.9996 for n = 100, where the truth is 2e-4). Reference: depth 2,
+    p(β) = K₀(|β|/τ²)/(πτ²), summed on a fine grid of β in log space."""
+    from scipy import special
+
+    x = np.linspace(-half_width, half_width, n)
+    y = x.copy()  # β̂ = 1
+    sigma, tau = 0.173, np.sqrt(2e-4)
+    found = theory.posterior_beta_quadrature(2, x, y, sigma, tau)["mean_abs_beta"]
+    beta = np.linspace(1e-9, 1.5, 1_500_001)
+    z = beta / tau**2
+    log_prior = np.log(special.k0e(z)) - z
+    log_post = {s: log_prior - np.asarray(theory.g1(jnp.asarray(s * beta), x, y, sigma))
+                for s in (1.0, -1.0)}  # fmt: skip
+    top = max(v.max() for v in log_post.values())
+    weights = sum(np.exp(v - top) for v in log_post.values())
+    reference = float(np.sum(beta * weights) / np.sum(weights))
+    assert found == pytest.approx(reference, rel=0.05)

@@ -319,7 +319,7 @@ def margin(
         return None
     if rule in _MONOTONE:
         steps = np.diff(array)
-        return float(np.min(-steps if rule.endswith("decreasing") else steps))
+        return float(np.min(-steps if rule in ("non-increasing", "decreasing") else steps))
     bound = _numeric(expect, "expect")
     array, bound = np.broadcast_arrays(array, bound)
     if rule == "approx":

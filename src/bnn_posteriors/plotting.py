@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import matplotlib as mpl
 import numpy as np
 
@@ -35,9 +37,31 @@ STYLE = {
 }
 
 
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+
+
 def use_style() -> None:
-    """Apply the book's matplotlib style (rcParams) for the rest of the session."""
-    mpl.rcParams.update(STYLE)
+    """Apply the book's matplotlib style (rcParams) for the rest of the session.
+
+    In a Jupyter kernel it also selects the inline backend, so that a figure shown or
+    glued (``myst_nb.glue``) has an ``image/png`` representation whatever ``MPLBACKEND``
+    the environment sets: under ``MPLBACKEND=Agg`` (headless servers, CI) the kernel
+    registers no figure formatter and a glued figure renders as its text
+    ``<Figure size … with N Axes>``.
+    """
+    _use_inline_backend_in_a_kernel()
+    mpl.rcParams.update(STYLE)  # after the switch: the inline backend applies its own rc
+
+
+def _use_inline_backend_in_a_kernel() -> None:
+    """``%matplotlib inline`` when running in an IPython kernel on another backend."""
+    ipython = sys.modules.get("IPython")  # a plain script or test never imports IPython here
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return  # not a Jupyter kernel (plain Python, terminal IPython): keep the backend
+    if mpl.rcParams["backend"] in (INLINE_BACKEND, "inline"):
+        return
+    shell.run_line_magic("matplotlib", "inline")
 
 
 def sequential_colors(n: int, cmap: str = "viridis"):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Iterable, Sequence
 
-from bnn_posteriors import book, claims, profiles
+from bnn_posteriors import book, claims, profiles, sweep
 from bnn_posteriors.claims import expectation, short  # re-exported: the scorecard's cells
 
 _MARKS = {
@@ -59,19 +59,27 @@ def _time(record: dict) -> _dt.datetime:
 
 
 def scorecard(
-    records: Sequence[dict] | None = None, links: dict[str, str] | None = None
+    records: Sequence[dict] | None = None,
+    links: dict[str, str] | None = None,
+    seed_counts: dict[str, tuple[int, int]] | None = None,
 ) -> list[dict]:
-    """One row per catalogue claim, in order: id, title, source, chapter, locked, link, and
-    per profile (``quick``, ``full``) a dict of status, measured, expected, time (latest
-    record). ``link`` is where a chapter checks the claim (``book.claim_links``), or None.
+    """One row per catalogue claim, in order: id, title, source, chapter, locked, link,
+    seeds, and per profile (``quick``, ``full``) a dict of status, measured, expected, time
+    (latest record). ``link`` is where a chapter checks the claim (``book.claim_links``), or
+    None; ``seeds`` is "k of n" from the committed quick seed sweep
+    (:func:`bnn_posteriors.sweep.seeds_by_claim`), or "" where the claim was not swept.
     """
     newest = latest(claims.load_records() if records is None else records)
     if links is None:
         links = book.claim_links() if claims.repo_root() is not None else {}
+    if seed_counts is None:
+        seed_counts = sweep.seeds_by_claim(sweep.load_sweep())
     rows = []
     for claim in claims.catalogue():
         row = {key: claim[key] for key in ("id", "title", "source", "chapter", "locked")}
         row["link"] = links.get(claim["id"])
+        k_n = seed_counts.get(claim["id"])
+        row["seeds"] = f"{k_n[0]} of {k_n[1]}" if k_n else ""
         for profile in profiles.PROFILES:
             record = newest.get((claim["id"], profile))
             row[profile] = _cell(record)
@@ -127,7 +135,8 @@ def scorecard_markdown(rows: Sequence[dict] | None = None) -> str:
     A claim with a link is a MyST link to the section of the chapter that checks it.
     """
     rows = scorecard() if rows is None else rows
-    header = ["Claim", "What", "Source", "quick", "full", "measured (quick)", "expected"]
+    header = ["Claim", "What", "Source", "quick", "seeds reproducing", "full", "measured (quick)"]
+    header.append("expected")
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         quick, full = row["quick"], row["full"]
@@ -138,6 +147,7 @@ def scorecard_markdown(rows: Sequence[dict] | None = None) -> str:
             short(row["title"], 48),
             short(row["source"], 28),
             _MARKS.get(quick["status"], quick["status"]),
+            row.get("seeds", ""),
             _MARKS.get(full["status"], full["status"]),
             quick["measured"],
             expected,

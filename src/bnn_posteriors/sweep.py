@@ -152,9 +152,9 @@ def summarise(sweep: dict) -> list[dict]:
 
     Each row: ``id``, ``index``, ``seeds``, ``statuses`` (one per seed, "missing" where the
     run stopped before the check), ``reproduced`` (how many), ``margins``, ``min_margin``,
-    ``spread`` (sd of the margins over seeds) and ``robust``: every seed reproduces and the
-    smallest margin exceeds the spread (for a margin-less boolean check: every seed
-    reproduces).
+    ``spread`` (sd of the margins over seeds) and ``robust``: every seed gives the same
+    status and every margin is farther from 0 than the spread (for a margin-less boolean
+    check, or margins that do not change with the seed: the same status on every seed).
     """
     by_chapter: dict[str, list[dict]] = {}
     for run in sweep["runs"].values():
@@ -178,10 +178,9 @@ def summarise(sweep: dict) -> list[dict]:
             k = statuses.count(claims.REPRODUCED)
             spread = float(numeric.std(ddof=1)) if numeric.size > 1 else None
             min_margin = float(numeric.min()) if numeric.size else None
-            if numeric.size:
-                robust = k == len(statuses) and min_margin > (spread or 0.0)
-            else:
-                robust = k == len(statuses)
+            robust = "missing" not in statuses and len(set(statuses)) == 1
+            if numeric.size and spread:  # margins that do not vary with the seed are robust
+                robust = robust and float(np.abs(numeric).min()) > spread
             rows.append(
                 {
                     "id": claim_id,

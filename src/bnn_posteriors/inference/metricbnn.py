@@ -102,6 +102,29 @@ def sample_trajectories(
     return paths, directions
 
 
+def max_curvature(loss_fn, theta, rng_key, num_iters: int = 200):
+    """λ_max of the Hessian of ``loss_fn`` at ``theta`` (P,) by power iteration on
+    Hessian-vector products; gradient descent of step η is stable along it iff ηλ_max < 2.
+    """
+    theta = _check_flat(theta, "theta")
+    _check_count("num_iters", num_iters)
+    hvp = jax.jit(lambda v: jax.jvp(jax.grad(loss_fn), (theta,), (v,))[1])
+
+    def step(v, _):
+        w = hvp(v)
+        return w / jnp.linalg.norm(w), jnp.vdot(v, w)
+
+    v = jax.random.normal(rng_key, theta.shape)
+    _, rayleigh = jax.lax.scan(step, v / jnp.linalg.norm(v), None, num_iters)
+    return float(rayleigh[-1])
+
+
+def stable_learning_rate(loss_fn, theta, rng_key, learning_rate: float) -> float:
+    """min(η, 1/λ_max): the refinement step, capped at half the stability limit 2/λ_max."""
+    learning_rate = _check_rate("learning_rate", learning_rate)
+    return min(learning_rate, 1.0 / max(max_curvature(loss_fn, theta, rng_key), 1e-12))
+
+
 # ----------------------------------------------------------------------------- autoencoder
 
 

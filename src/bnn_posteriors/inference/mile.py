@@ -284,14 +284,18 @@ def _sample_scan(logdensity, key, state, L, eps, n_kept, thinning):
 
 
 @functools.lru_cache(maxsize=64)
-def _programs(spec, n3: int, n_kept: int, thinning: int):
-    """Jitted, chain-vectorised programs; data and prior scale are arguments (no recompiles)."""
+def _programs(spec, n3: int, n_kept: int, thinning: int, per_chain_scale: bool = False):
+    """Jitted, chain-vectorised programs; data and prior scale are arguments (no recompiles).
+
+    ``per_chain_scale``: the prior scale has a chain axis (one scale per chain) instead of
+    being shared by all chains.
+    """
     widths, activation = spec
 
     def ld(x, y, s):
         return _flat_logdensity(x, y, s, widths, activation)
 
-    vm = functools.partial(jax.vmap, in_axes=(0, 0, None, None, None))
+    vm = functools.partial(jax.vmap, in_axes=(0, 0, None, None, 0 if per_chain_scale else None))
     init = jax.jit(vm(lambda k, z, x, y, s: _tune_init(ld(x, y, s), k, z)))
     tune = jax.jit(vm(lambda c, xs, x, y, s: _tune_scan(ld(x, y, s), c, xs)))
     finish = jax.jit(vm(lambda k, c, x, y, s: _tune_finish(ld(x, y, s), k, c, n3)))
@@ -305,7 +309,9 @@ def _programs(spec, n3: int, n_kept: int, thinning: int):
 
 
 @functools.lru_cache(maxsize=64)
-def _whole_program(spec, tuning_steps: int, n_kept: int, thinning: int):
+def _whole_program(
+    spec, tuning_steps: int, n_kept: int, thinning: int, per_chain_scale: bool = False
+):
     """Tuning and sampling of every chain in one jitted program (no progress, no cache)."""
     widths, activation = spec
 
@@ -320,7 +326,8 @@ def _whole_program(spec, tuning_steps: int, n_kept: int, thinning: int):
         _, out = _sample_scan(logdensity, k_sample, state, L, eps, n_kept, thinning)
         return out, L, eps, jnp.sum(div)
 
-    return jax.jit(jax.vmap(one, in_axes=(0, 0, None, None, None)))
+    scale_axis = 0 if per_chain_scale else None
+    return jax.jit(jax.vmap(one, in_axes=(0, 0, None, None, scale_axis)))
 
 
 def mclmc_chain(
@@ -349,9 +356,17 @@ def _progress(total: int, desc: str, enabled: bool):
     return tqdm(total=total, desc=desc, disable=not enabled, file=sys.stderr, leave=False)
 
 
+def _scale_for(prior_scale, idx, mesh):
+    """The prior scale of the chains ``idx``: replicated if shared, else sharded per chain."""
+    if prior_scale.ndim == 0:
+        return replicate(prior_scale, mesh), False
+    return shard_chains(prior_scale[jnp.asarray(idx)], mesh)[0], True
+
+
 def _run_tuning(keys, z0, x, y, prior_scale, spec, tuning_steps, mesh, chunks, progress):
     target, mask, n3 = energy_var_schedule(tuning_steps)
-    init, tune, finish, _ = _programs(spec, n3, 1, 1)
+    prior_scale, per_chain = prior_scale
+    init, tune, finish, _ = _programs(spec, n3, 1, 1, per_chain)
     keys_s, n = shard_chains(keys, mesh)
     z_s, _ = shard_chains(z0, mesh)
     k_init, k_steps, k_finish = (
@@ -388,7 +403,8 @@ def _run_tuning(keys, z0, x, y, prior_scale, spec, tuning_steps, mesh, chunks, p
 
 
 def _run_sampling(keys, tuned, x, y, prior_scale, spec, n_kept, thinning, mesh, progress):
-    *_, sample = _programs(spec, 1, n_kept, thinning)
+    prior_scale, per_chain = prior_scale
+    *_, sample = _programs(spec, 1, n_kept, thinning, per_chain)
     stack = {k: jnp.stack([jnp.asarray(t[k]) for t in tuned]) for k in tuned[0]}
     state = blackjax.mcmc.integrators.IntegratorState(
         stack["position"], stack["momentum"], stack["logdensity"], stack["logdensity_grad"]
@@ -437,7 +453,7 @@ def run_bde(
     warm_starts: dict,
     *,
     widths: Sequence[int],
-    prior_scale: float = 1.0,
+    prior_scale=1.0,
     activation: str = "relu",
     tuning_steps: int = 50_000,
     sampling_steps: int = 10_000,
@@ -450,7 +466,9 @@ def run_bde(
     """Bayesian deep ensemble by MILE: one tuned MCLMC chain per warm start ([SAP] App. D.1).
 
     ``warm_starts``: positions with a leading chain axis (see :func:`warm_start_positions`).
-    ``widths`` = (d_in, hidden..., 1). Tuning: ``tuning_steps`` split 80/10/10 % into the
+    ``widths`` = (d_in, hidden..., 1). ``prior_scale``: one scale s of the N(0, s²) prior
+    shared by all chains, or an array of one scale per chain (chains,), so that a study of
+    prior scales runs as one vectorised program. Tuning: ``tuning_steps`` split 80/10/10 % into the
     three phases of the module docstring; then ``sampling_steps`` MCLMC steps of which
     every ``thinning``-th is kept. Full batch. Chains are sharded over ``devices``
     (default: all); ``chunks`` splits the tuning loop for the progress bar (``progress``,
@@ -466,7 +484,11 @@ def run_bde(
     x, y = check_xy(x_train, y_train, "training data")
     if x.shape[1] != widths[0]:
         raise ValueError(f"x has {x.shape[1]} columns but widths[0] is {widths[0]}")
-    models.positive("prior_scale", prior_scale)
+    scales = np.asarray(prior_scale, dtype=np.float64)
+    if scales.ndim > 1:
+        raise ValueError(f"prior_scale must be a number or one per chain, got shape {scales.shape}")
+    for s in scales.ravel():
+        models.positive("prior_scale", s)
     nets.activation(activation)
     thinning = positive_int("thinning", thinning)
     sampling_steps = positive_int("sampling_steps", sampling_steps, thinning)
@@ -474,6 +496,8 @@ def run_bde(
     if not isinstance(warm_starts, dict) or "log_sigma" not in warm_starts:
         raise TypeError("warm_starts must be a dict of sites with a leading chain axis")
     n_chains = warm_starts["log_sigma"].shape[0]
+    if scales.ndim == 1 and scales.shape[0] != n_chains:
+        raise ValueError(f"prior_scale has {scales.shape[0]} entries for {n_chains} chains")
     template = jax.tree.map(lambda a: a[0], warm_starts)
     shapes = {k: v.shape for k, v in _site_shapes(widths).items()}
     if {k: jnp.shape(v) for k, v in template.items()} != shapes:
@@ -485,20 +509,21 @@ def run_bde(
     spec = (widths, activation)
     mesh = chain_mesh(devices)
     xr, yr = replicate((x, y), mesh)
-    scale = replicate(jnp.asarray(float(prior_scale), jnp.float32), mesh)
+    per_chain = scales.ndim == 1
+    scale_all = jnp.asarray(scales, jnp.float32)
     keys = jax.random.split(rng_key, n_chains)
     config = {
         "x": np.asarray(x),
         "y": np.asarray(y),
         "widths": list(widths),
-        "prior_scale": float(prior_scale),
         "activation": activation,
         "tuning_steps": int(tuning_steps),
     }
     if cache_dir is None and not progress:
         keys_s, _ = shard_chains(keys, mesh)
         z_s, _ = shard_chains(z0, mesh)
-        run = _whole_program(spec, int(tuning_steps), n_kept, thinning)
+        scale, _ = _scale_for(scale_all, np.arange(n_chains), mesh)
+        run = _whole_program(spec, int(tuning_steps), n_kept, thinning, per_chain)
         (z, logdensity, energy_var), L, eps, div = run(keys_s, z_s, xr, yr, scale)
         return {
             "samples": jax.vmap(jax.vmap(unravel))(z[:n_chains]),
@@ -509,12 +534,19 @@ def run_bde(
             "tuning_divergences": np.asarray(div[:n_chains]),
         }
     tune_parts = [
-        {**config, "key": _key_data(keys[i]), "start": np.asarray(z0[i])} for i in range(n_chains)
+        {
+            **config,
+            "prior_scale": float(scales[i] if per_chain else scales),
+            "key": _key_data(keys[i]),
+            "start": np.asarray(z0[i]),
+        }
+        for i in range(n_chains)
     ]
 
     def compute_tuning(idx):
         return _run_tuning(
-            keys[jnp.asarray(idx)], z0[jnp.asarray(idx)], xr, yr, scale, spec,
+            keys[jnp.asarray(idx)], z0[jnp.asarray(idx)], xr, yr, _scale_for(scale_all, idx, mesh),
+            spec,
             tuning_steps, mesh, chunks, progress,
         )  # fmt: skip
 
@@ -526,8 +558,8 @@ def run_bde(
 
     def compute_sampling(idx):
         return _run_sampling(
-            sample_keys[jnp.asarray(idx)], [tuned[i] for i in idx], xr, yr, scale, spec,
-            n_kept, thinning, mesh, progress,
+            sample_keys[jnp.asarray(idx)], [tuned[i] for i in idx], xr, yr,
+            _scale_for(scale_all, idx, mesh), spec, n_kept, thinning, mesh, progress,
         )  # fmt: skip
 
     drawn = _per_chain("mile-sample", sample_parts, compute_sampling, cache_dir)

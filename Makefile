@@ -1,0 +1,52 @@
+# The book in two commands (README, "Quick start"):
+#
+#   make book   a virtual environment in .venv with the package and its tools, then the
+#               site built in _build/html (every chapter executed once; warnings are errors)
+#   make test   the same, Debian's Chromium if missing, then pytest against that build:
+#               unit tests, the build's claim records and the browser test
+#
+# BNN_PROFILE defaults to quick; BNN_POSTERIORS_DATA (a local copy of the data) is
+# honoured when set. `pytest book` (opt-in) executes the chapters again under nbval.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+
+VENV := .venv
+STAMP := $(VENV)/.installed
+BIN := $(CURDIR)/$(VENV)/bin
+
+BNN_PROFILE ?= quick
+JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/_build/jax_cache
+export BNN_PROFILE JAX_COMPILATION_CACHE_DIR
+# the kernels and the tests' subprocesses find the environment's tools first
+export VIRTUAL_ENV := $(CURDIR)/$(VENV)
+export PATH := $(BIN):$(PATH)
+
+.PHONY: book test install browser
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build . --warningiserror --keep-going
+
+test: book browser
+	BNN_SITE_PREBUILT=1 $(BIN)/pytest
+
+install: $(STAMP)
+
+$(BIN)/python:
+	python3 -m venv $(VENV)
+
+# (re)installed when missing or older than pyproject.toml
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+# the browser test drives Debian's Chromium and ChromeDriver
+browser:
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+	  SUDO=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+	  echo "installing chromium and chromium-driver with apt-get"; \
+	  $$SUDO apt-get update -qq; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    chromium chromium-driver >/dev/null; \
+	fi

@@ -1,0 +1,50 @@
+"""Tests of bnn_posteriors.cost: FLOP counts against hand counts."""
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax.flatten_util import ravel_pytree
+
+from bnn_posteriors import cost, nets
+from bnn_posteriors.inference import metricbnn
+
+
+def test_xla_flops_of_a_matmul():
+    a = jnp.ones((30, 40))
+    b = jnp.ones((40, 20))
+    assert cost.xla_flops(jnp.matmul, a, b) == pytest.approx(2 * 30 * 40 * 20)
+
+
+def test_factorisation_counts():
+    assert cost.eigh_flops(10) == 9000
+    assert cost.svd_flops(100, 10) == cost.svd_flops(10, 100) == 2 * 100 * 100 + 11 * 1000
+
+
+def test_laplace_cost_is_cubic_in_the_parameters():
+    x = jnp.linspace(-1, 1, 20)[:, None]
+    small = nets.mlp_init(jax.random.PRNGKey(0), (1, 5, 1))
+    large = nets.mlp_init(jax.random.PRNGKey(0), (1, 5, 5, 5, 1))
+    terms = cost.laplace_flops(small, x, x, sigma=0.3)
+    assert set(terms) == {"ggn", "eigh", "predictive"} and min(terms.values()) > 0
+    p_small, p_large = ravel_pytree(small)[0].size, ravel_pytree(large)[0].size
+    growth = sum(cost.laplace_flops(large, x, x, sigma=0.3).values()) / sum(terms.values())
+    assert growth > (p_large / p_small) ** 2  # at least quadratic: the eigh term is cubic
+
+
+def test_metricbnn_cost_scales_with_the_budget():
+    x = jnp.linspace(-1, 1, 20)[:, None]
+    y = jnp.sin(x)
+    params = nets.mlp_init(jax.random.PRNGKey(0), (1, 8, 1))
+    theta, unravel = ravel_pytree(params)
+    apply = partial(nets.mlp_apply, activation_name="tanh")
+    loss = metricbnn.refinement_loss(unravel, apply, x, y, likelihood="regression")
+    budget = dict(num_particles=2, num_steps=5, num_refine=3, ae_updates=10, ae_batch=8,
+                  latent_dim=2, hidden=(4,), num_components=4, num_samples=3)  # fmt: skip
+    one = cost.metricbnn_flops(loss, theta, apply, unravel, x, **budget)
+    two = cost.metricbnn_flops(loss, theta, apply, unravel, x, **{**budget, "ae_updates": 20})
+    assert two["autoencoder"] == pytest.approx(2 * one["autoencoder"])
+    assert two["walk"] == one["walk"] > 0
+    longer = cost.metricbnn_flops(loss, theta, apply, unravel, x, **{**budget, "num_refine": 6})
+    assert longer["walk"] > 1.8 * one["walk"]

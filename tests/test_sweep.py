@@ -1,0 +1,117 @@
+"""Tests of the seed sweep: runs a fake chapter executor, then summarises."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bnn_posteriors import claims, sweep
+
+
+def fake_execute(values):
+    """An executor that records one C3.4 check whose value depends on the seed."""
+
+    def execute(path, profile, seed):
+        claims.check("C3.4", values[seed], expect=0.777, tol=0.01)
+        return 0
+
+    return execute
+
+
+@pytest.fixture(autouse=True)
+def quick(monkeypatch):
+    monkeypatch.setenv("BNN_PROFILE", "quick")
+    monkeypatch.delenv("BNN_SEED", raising=False)
+
+
+def test_seeds_start_at_the_chapters_default():
+    assert sweep.seeds("03_symmetries", 3) == [20250303, 20250304, 20250305]
+    with pytest.raises(ValueError, match="positive integer"):
+        sweep.seeds("03_symmetries", 0)
+    with pytest.raises(ValueError, match="no settings"):
+        sweep.seeds("99_nothing", 2)
+
+
+def test_sweep_records_status_and_margin_per_seed(tmp_path):
+    values = dict(zip(sweep.seeds("03_symmetries", 3), (0.777, 0.780, 0.790), strict=True))
+    out = tmp_path / "sweep.json"
+    result = sweep.run_sweep(
+        ["03_symmetries"], 3, "quick", out, execute=fake_execute(values), log=lambda _: None
+    )
+    assert "provenance" in json.loads(out.read_text())
+    (row,) = sweep.summarise(result)
+    assert row["id"] == "C3.4" and row["reproduced"] == 2
+    assert row["statuses"] == ["reproduced", "reproduced", "not reproduced"]
+    assert row["min_margin"] == pytest.approx(-0.003)
+    assert not row["robust"]
+    assert sweep.seeds_by_claim(result) == {"C3.4": (2, 3)}
+    assert "2 of 3" in sweep.sweep_markdown(result)
+
+
+def test_robust_needs_a_margin_above_the_spread(tmp_path):
+    seeds = sweep.seeds("03_symmetries", 3)
+    steady = dict(zip(seeds, (0.777, 0.7771, 0.7769), strict=True))
+    result = sweep.run_sweep(
+        ["03_symmetries"], 3, "quick", tmp_path / "s.json", execute=fake_execute(steady),
+        log=lambda _: None,
+    )  # fmt: skip
+    assert sweep.summarise(result)[0]["robust"]
+    shaky = dict(zip(seeds, (0.768, 0.777, 0.786), strict=True))  # all pass, margin ≈ spread
+    result = sweep.run_sweep(
+        ["03_symmetries"], 3, "quick", tmp_path / "t.json", execute=fake_execute(shaky),
+        log=lambda _: None,
+    )  # fmt: skip
+    row = sweep.summarise(result)[0]
+    assert row["reproduced"] == 3 and not row["robust"]
+
+
+def test_resume_keeps_finished_runs(tmp_path):
+    seeds = sweep.seeds("03_symmetries", 2)
+    out = tmp_path / "sweep.json"
+    execute = fake_execute(dict.fromkeys(seeds, 0.777))
+    sweep.run_sweep(["03_symmetries"], 2, "quick", out, execute=execute, log=lambda _: None)
+
+    def must_not_run(*_):
+        raise AssertionError("a finished run was executed again")
+
+    result = sweep.run_sweep(["03_symmetries"], 2, "quick", out, resume=True,
+                             execute=must_not_run, log=lambda _: None)  # fmt: skip
+    assert len(result["runs"]) == 2
+
+
+def test_a_run_that_stops_early_counts_as_missing(tmp_path):
+    seeds = sweep.seeds("03_symmetries", 2)
+
+    def execute(path, profile, seed):
+        if seed == seeds[0]:
+            claims.check("C3.4", 0.777, expect=0.777, tol=0.01)
+        return 0 if seed == seeds[0] else 1
+
+    result = sweep.run_sweep(
+        ["03_symmetries"], 2, "quick", tmp_path / "s.json", execute=execute, log=lambda _: None
+    )
+    row = sweep.summarise(result)[0]
+    assert row["statuses"] == ["reproduced", "missing"] and not row["robust"]
+
+
+def test_unknown_chapter_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="unknown chapter"):
+        sweep.run_sweep(["99_nothing"], 2, "quick", tmp_path / "s.json", execute=None)
+
+
+def test_no_sweep_file():
+    assert sweep.seeds_by_claim(None) == {}
+    assert "No seed sweep" in sweep.sweep_markdown(None)
+
+
+def test_a_steady_failure_is_robust(tmp_path):
+    """A check that fails on every seed by more than its spread is a robust finding."""
+    seeds = sweep.seeds("03_symmetries", 3)
+    failing = dict(zip(seeds, (0.9, 0.91, 0.905), strict=True))
+    result = sweep.run_sweep(
+        ["03_symmetries"], 3, "quick", tmp_path / "s.json", execute=fake_execute(failing),
+        log=lambda _: None,
+    )  # fmt: skip
+    row = sweep.summarise(result)[0]
+    assert row["reproduced"] == 0 and row["robust"]
