@@ -182,12 +182,13 @@ def test_scorecard_lists_every_claim_with_a_status(site, browser):
 
     base, _ = site
     browser.get(f"{base}/book/scorecard.html")
+    # the first table is the scorecard (the seed sweep's table follows it)
     rows = browser.execute_script(
-        "return Array.from(document.querySelectorAll('main table tbody tr'))"
+        "return Array.from(document.querySelector('main table').tBodies[0].rows)"
         ".map(r => Array.from(r.cells).map(c => c.textContent.trim()))"
     )
     header = browser.execute_script(
-        "return Array.from(document.querySelectorAll('main table thead th'))"
+        "return Array.from(document.querySelector('main table').tHead.rows[0].cells)"
         ".map(c => c.textContent.trim())"
     )
     ids = [row[0] for row in rows]
