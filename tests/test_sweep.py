@@ -19,6 +19,14 @@ def fake_execute(values):
     return execute
 
 
+def summary_of(values, out):
+    """The one summary row of a 3-seed sweep of chapter 3 whose C3.4 values are ``values``."""
+    result = sweep.run_sweep(
+        ["03_symmetries"], 3, "quick", out, execute=fake_execute(values), log=lambda _: None
+    )
+    return sweep.summarise(result)[0]
+
+
 @pytest.fixture(autouse=True)
 def quick(monkeypatch):
     monkeypatch.setenv("BNN_PROFILE", "quick")
@@ -52,17 +60,9 @@ def test_sweep_records_status_and_margin_per_seed(tmp_path):
 def test_robust_needs_a_margin_above_the_spread(tmp_path):
     seeds = sweep.seeds("03_symmetries", 3)
     steady = dict(zip(seeds, (0.777, 0.7771, 0.7769), strict=True))
-    result = sweep.run_sweep(
-        ["03_symmetries"], 3, "quick", tmp_path / "s.json", execute=fake_execute(steady),
-        log=lambda _: None,
-    )  # fmt: skip
-    assert sweep.summarise(result)[0]["robust"]
+    assert summary_of(steady, tmp_path / "s.json")["robust"]
     shaky = dict(zip(seeds, (0.768, 0.777, 0.786), strict=True))  # all pass, margin ≈ spread
-    result = sweep.run_sweep(
-        ["03_symmetries"], 3, "quick", tmp_path / "t.json", execute=fake_execute(shaky),
-        log=lambda _: None,
-    )  # fmt: skip
-    row = sweep.summarise(result)[0]
+    row = summary_of(shaky, tmp_path / "t.json")
     assert row["reproduced"] == 3 and not row["robust"]
 
 
@@ -109,9 +109,5 @@ def test_a_steady_failure_is_robust(tmp_path):
     """A check that fails on every seed by more than its spread is a robust finding."""
     seeds = sweep.seeds("03_symmetries", 3)
     failing = dict(zip(seeds, (0.9, 0.91, 0.905), strict=True))
-    result = sweep.run_sweep(
-        ["03_symmetries"], 3, "quick", tmp_path / "s.json", execute=fake_execute(failing),
-        log=lambda _: None,
-    )  # fmt: skip
-    row = sweep.summarise(result)[0]
+    row = summary_of(failing, tmp_path / "s.json")
     assert row["reproduced"] == 0 and row["robust"]

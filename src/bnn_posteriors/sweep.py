@@ -96,10 +96,7 @@ def run_sweep(
     out = sweep_path(profile) if out is None else Path(out)
     from bnn_posteriors.cli import environ, run_chapter
 
-    if execute is None:
-
-        def execute(path: Path, profile: str, seed: int) -> int:
-            return run_chapter(path, profile, seed)
+    execute = run_chapter if execute is None else execute
 
     previous = load_sweep(out) if out.is_file() else {"runs": {}}
     runs = dict(previous.get("runs", {}))
