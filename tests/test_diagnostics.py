@@ -1,5 +1,6 @@
 """Tests of bnn_posteriors.diagnostics against independent draws with known answers."""
 
+import jax
 import numpy as np
 import pytest
 
@@ -27,3 +28,54 @@ def test_separated_chains_do_not_mix():
 def test_bad_draws(draws, match):
     with pytest.raises(ValueError, match=match):
         diagnostics.ess(draws)
+
+
+def test_within_chain_ess_ignores_between_chain_offsets():
+    rng = np.random.default_rng(2)
+    iid = rng.normal(size=(3, 400, 2)) + np.array([0.0, 10.0, -10.0])[:, None, None]
+    assert diagnostics.within_chain_ess(iid) > 250  # about 400 per chain: offsets do not count
+    walk = np.cumsum(rng.normal(size=(3, 400, 2)), axis=1)  # a random walk barely mixes
+    assert diagnostics.within_chain_ess(walk) < 30
+    with pytest.raises(ValueError, match="shaped"):
+        diagnostics.within_chain_ess(np.zeros(10))
+
+
+def test_chain_bootstrap_interval_of_a_mean():
+    # 200 chains with per-chain means N(1, 1): the 95 % interval of the mean is about
+    # 1 ± 1.96 / sqrt(200) = 1 ± 0.139 and covers the estimate
+    means = np.random.default_rng(3).normal(1.0, 1.0, size=200)
+    key = jax.random.PRNGKey(0)
+    estimate, low, high = diagnostics.chain_bootstrap(key, (means,), np.mean, num_resamples=2000)
+    assert estimate == pytest.approx(means.mean())
+    assert low < estimate < high
+    assert high - low == pytest.approx(2 * 1.96 / np.sqrt(200), rel=0.2)
+    # the same key gives the same interval
+    assert diagnostics.chain_bootstrap(key, (means,), np.mean, num_resamples=2000) == (
+        estimate, low, high)  # fmt: skip
+
+
+def test_chain_bootstrap_ratio_of_two_groups():
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(2.0, 0.1, size=(50, 3)), rng.normal(1.0, 0.1, size=(20, 3))
+    ratio = lambda x, y: x.mean() / y.mean()  # noqa: E731
+    estimate, low, high = diagnostics.chain_bootstrap(jax.random.PRNGKey(1), (a, b), ratio)
+    assert 1.9 < low < estimate < high < 2.1
+    # identical chains: every resample gives the estimate
+    same = np.ones((4, 2))
+    assert diagnostics.chain_bootstrap(jax.random.PRNGKey(2), (same,), np.mean) == (1.0, 1.0, 1.0)
+
+
+def test_chain_bootstrap_infinite_resamples_and_bad_input():
+    spread = np.array([0.0, 0.0, 0.0, 1.0])  # a resample without the last chain has sd 0
+    estimate, low, high = diagnostics.chain_bootstrap(
+        jax.random.PRNGKey(3), (spread,), lambda s: 1.0 / np.std(s), num_resamples=500
+    )
+    assert np.isfinite(estimate) and np.isfinite(low) and high == np.inf
+    with pytest.raises(ValueError, match="at least 2 chains"):
+        diagnostics.chain_bootstrap(jax.random.PRNGKey(0), (np.ones(1),), np.mean)
+    with pytest.raises(ValueError, match="level"):
+        diagnostics.chain_bootstrap(jax.random.PRNGKey(0), (np.ones(3),), np.mean, level=1.5)
+    with pytest.raises(ValueError, match="NaN on every"):
+        diagnostics.chain_bootstrap(
+            jax.random.PRNGKey(0), (np.zeros(3),), lambda s: s.sum() / s.sum()
+        )

@@ -120,3 +120,17 @@ def test_scorecard_shows_k_of_n_seeds():
     assert by_id["C1.2"]["seeds"] == "4 of 5" and by_id["C1.1"]["seeds"] == ""
     line = next(x for x in scorecard.scorecard_markdown(rows).splitlines() if "| C1.2 |" in x)
     assert "| 4 of 5 |" in line
+
+
+def test_a_record_checked_against_an_older_lock_is_stale():
+    """A full-profile record from before a claim's lock changed is marked stale."""
+    lock = next(c["locked"] for c in claims.catalogue() if c["id"] == "C1.2")
+    other = "reproduced" if lock == "not reproduced" else "not reproduced"
+    records = [
+        {**record("C1.2", "full", other, "2025-01-01T00:00:00+00:00"), "locked": other},
+        {**record("C1.2", "quick", lock, "2025-01-01T00:00:00+00:00"), "locked": lock},
+    ]
+    row = next(r for r in scorecard.scorecard(records, links={}) if r["id"] == "C1.2")
+    assert row["full"]["stale"] and not row["quick"]["stale"]
+    line = next(ln for ln in scorecard.scorecard_markdown([row]).splitlines() if "C1.2" in ln)
+    assert line.count("stale") == 1

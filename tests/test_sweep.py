@@ -53,6 +53,8 @@ def test_sweep_records_status_and_margin_per_seed(tmp_path):
     assert row["statuses"] == ["reproduced", "reproduced", "not reproduced"]
     assert row["min_margin"] == pytest.approx(-0.003)
     assert not row["robust"]
+    # the third seed's status is not C3.4's lock: that seed would fail the build
+    assert row["locked"] == "reproduced" and row["at_lock"] == 2
     assert sweep.seeds_by_claim(result) == {"C3.4": (2, 3)}
     assert "2 of 3" in sweep.sweep_markdown(result)
 
@@ -111,3 +113,32 @@ def test_a_steady_failure_is_robust(tmp_path):
     failing = dict(zip(seeds, (0.9, 0.91, 0.905), strict=True))
     row = summary_of(failing, tmp_path / "s.json")
     assert row["reproduced"] == 0 and row["robust"]
+
+
+def test_merge_replaces_chapters_and_keeps_sources(tmp_path):
+    """Chapters swept separately merge into one file; a later sweep of a chapter wins."""
+    seeds3 = sweep.seeds("03_symmetries", 3)
+
+    def execute(path, profile, seed):
+        claims.check("C3.4" if seed in seeds3 else "C5.1", 0.5, rule="less", expect=1.0)
+        return 0
+
+    quiet = {"execute": execute, "log": lambda _: None}
+    a, b, c = (tmp_path / f"{n}.json" for n in "abc")
+    sweep.run_sweep(["03_symmetries"], 2, "quick", a, **quiet)
+    sweep.run_sweep(["05_symmetrised_vi"], 2, "quick", b, **quiet)
+    out = tmp_path / "merged.json"
+    merged = sweep.merge_sweeps([a, b], out)
+    assert {r["chapter"] for r in merged["runs"].values()} == {"03_symmetries", "05_symmetrised_vi"}
+    assert [s["chapters"] for s in merged["sources"]] == [["03_symmetries"], ["05_symmetrised_vi"]]
+    # chapter 3 again: its runs and its source are replaced, chapter 5's are kept
+    sweep.run_sweep(["03_symmetries"], 2, "quick", c, **quiet)
+    merged = sweep.merge_sweeps([c], out)
+    assert len(merged["runs"]) == 4
+    assert [s["chapters"] for s in merged["sources"]] == [["05_symmetrised_vi"], ["03_symmetries"]]
+    assert merged["sources"][1]["date"] == json.loads(c.read_text())["provenance"]["date"]
+    with pytest.raises(ValueError, match="no sweep file"):
+        sweep.merge_sweeps([tmp_path / "none.json"], out)
+    sweep.run_sweep(["03_symmetries"], 3, "quick", a, **quiet)  # 3 seeds: not mergeable
+    with pytest.raises(ValueError, match="cannot merge"):
+        sweep.merge_sweeps([a], out)

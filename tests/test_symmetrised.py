@@ -121,6 +121,15 @@ def test_infonce_is_a_lower_bound_that_tightens_with_k():
     curve, curve_se = sym.infonce_curve(jax.random.key(2), q, (1, 2, 8, 1024), 2000)
     assert float(curve[0]) == 0.0 and bool(jnp.all(jnp.diff(curve) > 0))
     assert float(curve[-1]) == pytest.approx(float(exact), abs=4 * float(curve_se[-1] + se) + 0.02)
+    # paired: the gap Î_K − I itself, negative for small K and within noise of 0 at K ≫ |G|,
+    # with a smaller standard error than the two estimates' combined one
+    key = jax.random.key(2)
+    gap, gap_se = sym.infonce_curve(key, q, (1, 2, 8, 1024), 2000, paired=True)
+    same_draws = sym.mutual_information(jax.random.split(key)[0], q, 2000)[0]
+    assert float(gap[0]) == pytest.approx(-float(same_draws), rel=1e-5)  # Î_1 = 0
+    assert bool(jnp.all(gap[:3] < -3 * gap_se[:3]))
+    assert float(gap[-1]) < 3 * float(gap_se[-1])
+    assert float(gap_se[-1]) < float(np.hypot(curve_se[-1], se))
 
 
 def test_elbo_identity():

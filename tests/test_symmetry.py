@@ -205,6 +205,75 @@ def test_counterexample_is_a_relu_symmetry_with_invariant_prior(w1, w2, b1):
     assert abs(symmetry.counterexample_h(c, w1, w2, b1)) < 1e-12
 
 
+def test_group_norm_known_values():
+    np.testing.assert_allclose(symmetry.group_norm([3.0, -4.0]), 5.0, rtol=1e-15)
+    np.testing.assert_allclose(symmetry.group_norm([3.0, -4.0], "laplace"), 7.0, rtol=1e-15)
+    np.testing.assert_allclose(symmetry.group_norm(np.ones((2, 3, 4))), np.full((2, 3), 2.0))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("scale", [0.5, 1.0, 2.0])
+def test_group_scaling_gap_is_the_pairwise_gap_of_the_norm(kind, scale):
+    """Prop. B.10 for the pair (‖g‖, θ2): the prior sees the scaled group through its norm."""
+    rng = np.random.default_rng(3)
+    c = np.geomspace(0.1, 10.0, 101)
+    for k in (1, 2, 5):
+        group, theta2 = rng.normal(size=k), float(rng.normal())
+        gap = symmetry.group_scaling_gap(group, theta2, c, kind, scale)
+        norm = float(symmetry.group_norm(group, kind))
+        pair = symmetry.pairwise_scaling_gap(norm, abs(theta2), c, kind, scale)
+        np.testing.assert_allclose(gap, pair, atol=1e-12)
+        # The direct sum of log densities, scipy as reference.
+        logpdf = SCIPY[kind](0.0, scale).logpdf
+        direct = [
+            logpdf(group).sum() + logpdf(theta2) - logpdf(ci * group).sum() - logpdf(theta2 / ci)
+            for ci in c
+        ]
+        np.testing.assert_allclose(gap, direct, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_group_scaling_roots_are_one_and_the_norm_swap(kind):
+    group, theta2 = np.array([0.5, 0.9]), 0.8
+    roots = symmetry.group_scaling_roots(group, theta2, kind)
+    norm = {"gaussian": np.sqrt(1.06), "laplace": 1.4}[kind]
+    np.testing.assert_allclose(roots, np.sort([1.0, 0.8 / norm]), rtol=1e-14)
+    found = symmetry.positive_roots(
+        lambda c: symmetry.group_scaling_gap(group, theta2, c, kind), np.geomspace(0.05, 5, 999)
+    )
+    np.testing.assert_allclose(found, roots, rtol=1e-10)
+    # At the swap root the scaled group has norm |θ2| and the scaled θ2 has magnitude ‖g‖.
+    swap = roots[roots != 1.0][0]
+    assert float(symmetry.group_norm(swap * group, kind)) == pytest.approx(theta2, rel=1e-14)
+    assert theta2 / swap == pytest.approx(norm, rel=1e-14)
+
+
+def test_group_scaling_gap_shares_the_roots_of_h():
+    """h(c) = p(g)p(w2)(1 − exp(−gap)) for the Gaussian counterexample (Fig. 6)."""
+    c = np.geomspace(0.2, 3.0, 41)
+    gap = np.asarray(symmetry.group_scaling_gap([0.5, 0.9], 0.8, c))
+    base = float(np.prod(stats.norm.pdf([0.5, 0.9, 0.8])))
+    np.testing.assert_allclose(
+        symmetry.counterexample_h(c), base * -np.expm1(-gap), rtol=1e-10, atol=1e-15
+    )
+    np.testing.assert_allclose(
+        symmetry.group_scaling_roots([0.5, 0.9], 0.8), symmetry.counterexample_roots(), rtol=1e-15
+    )
+
+
+def test_group_scaling_errors():
+    with pytest.raises(ValueError, match="unknown prior kind"):
+        symmetry.group_norm([1.0, 2.0], "cauchy")
+    with pytest.raises(ValueError, match="at least one weight"):
+        symmetry.group_norm(np.zeros((3, 0)))
+    with pytest.raises(ValueError, match="c must be positive"):
+        symmetry.group_scaling_gap([0.5, 0.9], 0.8, [1.0, 0.0])
+    with pytest.raises(ValueError, match="one group"):
+        symmetry.group_scaling_roots(np.ones((2, 2)), 0.8)
+    with pytest.raises(ValueError, match="all parameters are zero"):
+        symmetry.group_scaling_roots([0.0, 0.0], 0.0)
+
+
 def test_counterexample_errors():
     with pytest.raises(ValueError, match="c must be positive"):
         symmetry.counterexample_h([0.5, -1.0])

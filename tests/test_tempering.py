@@ -110,6 +110,33 @@ def test_tempered_objective_is_minus_eta_kl_plus_expected_log_likelihood():
     assert float(exact["elbo"]) == pytest.approx(-eta * float(exact["kl"]) + ell, abs=0.05)
 
 
+def test_expected_loss_is_the_data_term_without_its_constant():
+    """expected_loss = Σ_i E_q (y_i − f)²/(2σ²) (hand Monte Carlo); it carries no (p/2) log 2πσ²."""
+    x, y, q = tiny_problem()
+    rng = np.random.default_rng(2)
+    draws = 200_000
+    w0 = np.asarray(q["W0_loc"]) + np.asarray(q["W0_scale"]) * rng.standard_normal((draws, 2, 3))
+    w1 = np.asarray(q["W1_loc"]) + np.asarray(q["W1_scale"]) * rng.standard_normal((draws, 3, 1))
+    hidden = np.maximum(np.einsum("nd,sdh->snh", np.asarray(x, float), w0), 0.0)
+    f = np.einsum("snh,sho->sno", hidden, w1)[..., 0] / 3
+    loss = ((np.asarray(y, float) - f) ** 2).sum(axis=1) / (2 * 0.8**2)
+    terms = tempering.gaussian_elbo_terms(q, x, y, noise=0.8)
+    assert abs(float(terms["expected_loss"]) - loss.mean()) < 6 * loss.std() / np.sqrt(draws)
+    const = -0.5 * len(y) * np.log(2 * np.pi * 0.8**2)
+    assert float(terms["expected_log_lik"]) == pytest.approx(
+        const - float(terms["expected_loss"]), rel=1e-5
+    )
+    # a perfect deterministic fit has zero loss, whatever p and σ
+    exact = {
+        **q,
+        "W0_scale": jnp.full_like(q["W0_scale"], 1e-8),
+        "W1_scale": jnp.full_like(q["W1_scale"], 1e-8),
+    }
+    mean, _ = tempering.predictive_moments(exact, x)
+    zero = tempering.gaussian_elbo_terms(exact, x, mean[:, 0], noise=0.3)
+    assert float(zero["expected_loss"]) == pytest.approx(0.0, abs=1e-5)
+
+
 def test_temperature_only_reweights_the_kl():
     """Same key, two temperatures: the ELBOs differ by exactly (η₁ − η₂)·KL."""
     x, y, q = tiny_problem()

@@ -312,6 +312,67 @@ def test_mfvi_elbo_at_exact_posterior_is_log_evidence():
     assert float(worse) < elbo
 
 
+def _best_numerical_elbo(sigma, tau, y=Y):
+    """Maximise the L = 2 ELBO over (μ1, μ2, log s1, log s2) from many starts (scipy)."""
+
+    def negative(p):
+        return -float(theory.mfvi_elbo(p[:2], np.exp(p[2:]), X, y, sigma, tau))
+
+    starts = np.column_stack([RNG.normal(0, 1.0, (24, 2)), np.log(tau) + RNG.normal(0, 1, (24, 2))])
+    options = {"gtol": 1e-10}
+    fits = [optimize.minimize(negative, p0, method="BFGS", options=options) for p0 in starts]
+    best = min(fits, key=lambda f: f.fun)
+    return best.x, -best.fun
+
+
+@pytest.mark.parametrize(("sigma", "tau"), [(0.5, 0.2), (0.5, 0.5), (0.5, 1.0), (1.0, 2.0)])
+def test_mfvi_two_layer_optimum_matches_numerical_optimum(sigma, tau):
+    opt = theory.mfvi_two_layer_optimum(X, Y, sigma, tau)
+    p, best = _best_numerical_elbo(sigma, tau)
+    assert opt["nu"] == pytest.approx(p[0] * p[1], abs=1e-6)
+    mu = np.full(2, np.sqrt(abs(opt["nu"]))) * np.array([1.0, np.sign(SXY)])
+    closed = float(theory.mfvi_elbo(mu, np.full(2, opt["s"]), X, Y, sigma, tau))
+    assert closed == pytest.approx(best, abs=1e-8)
+    # A stationary point of the ELBO in (μ, s).
+    grad = jax.grad(lambda m, s: theory.mfvi_elbo(m, s, X, Y, sigma, tau), argnums=(0, 1))(
+        jnp.asarray(mu), jnp.full(2, opt["s"])
+    )
+    np.testing.assert_allclose(np.concatenate(grad), 0.0, atol=1e-9)
+
+
+def test_mfvi_two_layer_optimum_threshold_and_stability():
+    sigma = 0.5
+    tau2_c = sigma**2 / (SXY - sigma**2 * SXX / SXY)
+    for tau2 in (0.5 * tau2_c, 0.99 * tau2_c, 1.01 * tau2_c, 2 * tau2_c, 10 * tau2_c):
+        opt = theory.mfvi_two_layer_optimum(X, Y, sigma, np.sqrt(tau2))
+        assert opt["tau2_critical"] == pytest.approx(tau2_c, rel=1e-12)
+        # μ = 0 is a stable fixed point exactly where it is the optimum.
+        assert (opt["nu"] == 0.0) == (opt["zero_curvature"] < 0) == (tau2 < tau2_c)
+        lasso = float(theory.lasso_mode(X, Y, sigma, np.sqrt(tau2)))
+        assert opt["nu"] == pytest.approx(max(lasso - sigma**2 / SXY, 0.0), abs=1e-14)
+    at_c = theory.mfvi_two_layer_optimum(X, Y, sigma, np.sqrt(tau2_c))
+    assert at_c["zero_curvature"] == pytest.approx(0.0, abs=1e-9)
+    # The Hessian in μ at μ = 0 (s at its optimum there) has largest eigenvalue λ0.
+    low = theory.mfvi_two_layer_optimum(X, Y, sigma, 0.2)
+    hess = jax.hessian(lambda m: theory.mfvi_elbo(m, jnp.full(2, low["s"]), X, Y, sigma, 0.2))(
+        jnp.zeros(2)
+    )
+    assert float(jnp.linalg.eigvalsh(hess).max()) == pytest.approx(low["zero_curvature"])
+
+
+def test_mfvi_two_layer_optimum_sign_and_weak_data():
+    opt = theory.mfvi_two_layer_optimum(X, -Y, 0.5, 1.0)
+    assert opt["nu"] < 0
+    assert opt["nu"] == pytest.approx(-theory.mfvi_two_layer_optimum(X, Y, 0.5, 1.0)["nu"])
+    # S² ≤ σ² Σx²: the optimum is μ = 0 for every τ.
+    weak = theory.mfvi_two_layer_optimum(X, Y, 5.0, 100.0)
+    assert weak["nu"] == 0.0 and weak["tau2_critical"] == np.inf and weak["zero_curvature"] < 0
+    with pytest.raises(ValueError, match="all zeros"):
+        theory.mfvi_two_layer_optimum(np.zeros(3), np.ones(3), 1.0, 1.0)
+    with pytest.raises(ValueError, match="tau"):
+        theory.mfvi_two_layer_optimum(X, Y, 1.0, 0.0)
+
+
 # --- exact posterior of β by quadrature -----------------------------------------------------
 
 U = np.linspace(-40.0, 15.0, 2751)  # du = 0.02

@@ -69,6 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--resume", action="store_true", help="keep the runs already in the file (resume)"
     )
+    sweep.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="run nothing: merge these sweep files (chapters swept separately) into --out",
+    )
 
     report = commands.add_parser("claims", help="print the claim scorecard")
     report.add_argument("--profile", help="show one profile only (quick or full)")
@@ -90,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             profile, args.datasets, args.splits, args.units, args.out, args.skip_existing
         )
     if args.command == "sweep":
-        return run_sweep(args.chapters, args.seeds, profile, args.out, args.resume)
+        return run_sweep(args.chapters, args.seeds, profile, args.out, args.resume, args.merge)
     return print_claims(profile)
 
 
@@ -194,12 +201,17 @@ def run_sweep(
     profile: str | None,
     out: Path | None,
     resume: bool = False,
+    merge: Sequence[Path] | None = None,
 ) -> int:
-    """Run the seed sweep and print its table; 1 if a check is not robust, 2 on bad input."""
+    """Run (or ``merge``) the seed sweep and print its table; 2 on bad input."""
     from bnn_posteriors import sweep
 
     try:
-        result = sweep.run_sweep(chapters, n_seeds, profile, out, resume=resume)
+        if merge:
+            target = out if out is not None else sweep.sweep_path(profile or "quick")
+            result = sweep.merge_sweeps(merge, target)
+        else:
+            result = sweep.run_sweep(chapters, n_seeds, profile, out, resume=resume)
     except ValueError as error:
         print(f"bnn-posteriors: error: {error}", file=sys.stderr)
         return 2

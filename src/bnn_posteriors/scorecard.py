@@ -68,6 +68,8 @@ def scorecard(
     (latest record). ``link`` is where a chapter checks the claim (``book.claim_links``), or
     None; ``seeds`` is "k of n" from the committed quick seed sweep
     (:func:`bnn_posteriors.sweep.seeds_by_claim`), or "" where the claim was not swept.
+    A profile's cell is ``stale`` when its record was checked against another lock than
+    the claim's lock today (the check changed since that run; it must be run again).
     """
     newest = latest(claims.load_records() if records is None else records)
     if links is None:
@@ -83,6 +85,10 @@ def scorecard(
         for profile in profiles.PROFILES:
             record = newest.get((claim["id"], profile))
             row[profile] = _cell(record)
+            row[profile]["stale"] = bool(record) and record.get("locked") not in (
+                None,
+                claim["locked"],
+            )
         rows.append(row)
     return rows
 
@@ -146,14 +152,19 @@ def scorecard_markdown(rows: Sequence[dict] | None = None) -> str:
             claim,
             short(row["title"], 48),
             short(row["source"], 28),
-            _MARKS.get(quick["status"], quick["status"]),
+            _status_mark(quick),
             row.get("seeds", ""),
-            _MARKS.get(full["status"], full["status"]),
+            _status_mark(full),
             quick["measured"],
             expected,
         ]
         lines.append("| " + " | ".join(_escape(cell) for cell in cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _status_mark(cell: dict) -> str:
+    mark = _MARKS.get(cell["status"], cell["status"])
+    return f"{mark} (stale: checked against an older lock)" if cell.get("stale") else mark
 
 
 def _escape(cell: str) -> str:

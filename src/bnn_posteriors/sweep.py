@@ -128,6 +128,44 @@ def run_sweep(
     return load_sweep(out)
 
 
+def merge_sweeps(paths: Sequence[Path], out: Path) -> dict:
+    """Merge sweep files of separate runs (e.g. chapters swept side by side) into ``out``.
+
+    Chapter by chapter, the runs of a later file replace those of earlier files and of
+    ``out`` itself; the chapters no file brings are kept from ``out``. Each file's
+    provenance is kept under ``sources``, with the chapters it brought. All files must
+    be of one profile and number of seeds.
+    """
+    out = Path(out)
+    previous = load_sweep(out) or {"runs": {}}
+    files = [(Path(p), load_sweep(Path(p))) for p in paths]
+    missing = [str(p) for p, f in files if f is None]
+    if missing:
+        raise ValueError(f"no sweep file at {', '.join(missing)}")
+    profile = {f["profile"] for _, f in files} | (
+        {previous["profile"]} if "profile" in previous else set()
+    )
+    seeds_per_run = {f["n_seeds"] for _, f in files} | (
+        {previous["n_seeds"]} if "n_seeds" in previous else set()
+    )
+    if len(profile) > 1 or len(seeds_per_run) > 1:
+        raise ValueError(f"cannot merge sweeps of profiles {profile} / seeds {seeds_per_run}")
+    runs = dict(previous["runs"])
+    sources = list(previous.get("sources", []))
+    for _, f in files:
+        chapters = sorted({run["chapter"] for run in f["runs"].values()})
+        runs = {k: r for k, r in runs.items() if r["chapter"] not in chapters} | f["runs"]
+        sources = [
+            {**s, "chapters": [c for c in s["chapters"] if c not in chapters]} for s in sources
+        ]
+        sources = [s for s in sources if s["chapters"]] + [
+            {"chapters": chapters, **f["provenance"]}
+        ]
+    payload = {"n_seeds": seeds_per_run.pop(), "runs": runs, "sources": sources}
+    results.write_json(out, payload, profile=profile.pop())
+    return load_sweep(out)
+
+
 def load_sweep(path: Path | None = None, profile: str = "quick") -> dict | None:
     """A sweep file (default: the committed one of ``profile``), or None if there is none."""
     if path is None:
@@ -149,9 +187,11 @@ def summarise(sweep: dict) -> list[dict]:
 
     Each row: ``id``, ``index``, ``seeds``, ``statuses`` (one per seed, "missing" where the
     run stopped before the check), ``reproduced`` (how many), ``margins``, ``min_margin``,
-    ``spread`` (sd of the margins over seeds) and ``robust``: every seed gives the same
+    ``spread`` (sd of the margins over seeds), ``robust``: every seed gives the same
     status and every margin is farther from 0 than the spread (for a margin-less boolean
-    check, or margins that do not change with the seed: the same status on every seed).
+    check, or margins that do not change with the seed: the same status on every seed),
+    ``locked`` (the claim's lock) and ``at_lock``: the seeds whose status is the lock. A
+    seed whose status is not the lock fails the book's build.
     """
     by_chapter: dict[str, list[dict]] = {}
     for run in sweep["runs"].values():
@@ -178,6 +218,7 @@ def summarise(sweep: dict) -> list[dict]:
             robust = "missing" not in statuses and len(set(statuses)) == 1
             if numeric.size and spread:  # margins that do not vary with the seed are robust
                 robust = robust and float(np.abs(numeric).min()) > spread
+            locked = next((c["locked"] for c in found if c and c.get("locked")), None)
             rows.append(
                 {
                     "id": claim_id,
@@ -185,6 +226,8 @@ def summarise(sweep: dict) -> list[dict]:
                     "seeds": [run["seed"] for run in chapter_runs],
                     "statuses": statuses,
                     "reproduced": k,
+                    "locked": locked,
+                    "at_lock": statuses.count(locked) if locked else None,
                     "margins": margins,
                     "min_margin": min_margin,
                     "spread": spread,
@@ -214,14 +257,18 @@ def sweep_markdown(sweep: dict | None) -> str:
     """The sweep as a Markdown table: one row per check, statuses, smallest margin, spread."""
     if not sweep:
         return "No seed sweep has been committed yet (`bnn-posteriors sweep`).\n"
-    header = "| check | seeds reproducing | expected | smallest margin | spread (sd) | robust |\n"
-    lines = [header + "|---|---|---|---|---|---|"]
+    header = (
+        "| check | seeds reproducing | seeds at the lock | expected | smallest margin "
+        "| spread (sd) | robust |\n"
+    )
+    lines = [header + "|---|---|---|---|---|---|---|"]
     for row in summarise(sweep):
         name = row["id"] + (f" ({row['index'] + 1})" if row["index"] else "")
         fmt = lambda x: "—" if x is None else f"{x:.3g}"
         expected = row["expected"].replace("|", "\\|")
         lines.append(
             f"| {name} | {row['reproduced']} of {len(row['statuses'])} | "
+            f"{'—' if row['at_lock'] is None else row['at_lock']} | "
             f"{expected} | {fmt(row['min_margin'])} | "
             f"{fmt(row['spread'])} | {'yes' if row['robust'] else 'no'} |"
         )

@@ -3,8 +3,9 @@
 Sign flips leave symmetric zero-centred factorised priors invariant (Prop. B.4); a pairwise
 positive scaling (θ1, θ2) → (cθ1, θ2/c) does not, except at c = 1 and c = |θ2/θ1|, the scaling
 that swaps the two magnitudes (Prop. B.10). With a bias, w2·φ(w1·x + b1), the scaling
-(w1, b1, w2) → (c·w1, c·b1, w2/c) has one more root (the counterexample of App. B.2, Fig. 6);
-so has a scaling that swaps weights across distant layers (App. B.2, last paragraphs).
+(w1, b1, w2) → (c·w1, c·b1, w2/c) has one more root (the counterexample of App. B.2, Fig. 6),
+but it is the same swap for the pair (‖(w1, b1)‖, |w2|) (:func:`group_scaling_gap`); so has a
+scaling that swaps weights across distant layers (App. B.2, last paragraphs).
 
 Conventions: a *gap* is log p(original) − log p(transformed), zero iff the prior is invariant.
 [SAP]'s ϖ(c) of Prop. B.10 is −``pairwise_scaling_gap``. Priors are zero-mean, factorised,
@@ -139,6 +140,56 @@ def counterexample_roots(w1: float = 0.5, w2: float = 0.8, b1: float = 0.9) -> n
     independent of the prior scale: Prop. B.10 with θ1 = ‖(w1, b1)‖, θ2 = w2. Scalars in.
     """
     return _distinct_positive_roots(w2, np.hypot(w1, b1))
+
+
+def group_norm(group, kind: str = "gaussian"):
+    """The norm through which a factorised zero-mean prior sees a group of weights.
+
+    Σ_j log p(g_j) is −‖g‖₂²/(2 scale²) + const for the Gaussian and −‖g‖₁/scale + const
+    for the Laplace prior, so the prior of the group depends on ‖g‖₂ resp. ‖g‖₁ only.
+    ``group`` (..., k) → (...).
+    """
+    _logpdf(0.0, kind, 1.0)  # validates kind
+    group = jnp.asarray(group, dtype=float)
+    if group.ndim == 0 or group.shape[-1] == 0:
+        raise ValueError(f"group must have at least one weight on its last axis, got {group.shape}")
+    if kind == "gaussian":
+        return jnp.sqrt(jnp.sum(group**2, axis=-1))
+    return jnp.sum(jnp.abs(group), axis=-1)
+
+
+def group_scaling_gap(group, theta2, c, kind: str = "gaussian", scale: float = 1.0):
+    """log p(g) + log p(θ2) − log p(c·g) − log p(θ2/c): a group g scaled together ([SAP] App. B.2).
+
+    g = (w1, b1), θ2 = w2 is the ReLU rescaling with a bias of the counterexample (Fig. 6):
+    h(c) = p(g)p(θ2)·(1 − exp(−gap)), so h and the gap share their roots. Because both
+    priors see g through :func:`group_norm` and ‖c·g‖ = c‖g‖, the gap equals
+    ``pairwise_scaling_gap(group_norm(g), θ2, c)`` exactly: Prop. B.10 for the pair
+    (‖g‖, θ2), whose roots are 1 and the swap |θ2|/‖g‖ (:func:`group_scaling_roots`).
+    ``group`` (..., k), ``theta2`` and ``c`` (c > 0) broadcastable to (...) → (...).
+    """
+    c = positive_array("c", c)
+    group = jnp.asarray(group, dtype=float)
+    group_norm(group, kind)  # validates kind and the group's shape
+    theta2 = jnp.asarray(theta2, dtype=float)
+    return (
+        log_prior(group, kind, scale)
+        + _logpdf(theta2, kind, scale)
+        - log_prior(c[..., None] * group, kind, scale)
+        - _logpdf(theta2 / c, kind, scale)
+    )
+
+
+def group_scaling_roots(group, theta2: float, kind: str = "gaussian") -> np.ndarray:
+    """Positive roots c of :func:`group_scaling_gap`: {1, |θ2| / ‖g‖}, sorted; ``group`` (k,).
+
+    The second root swaps the magnitudes: ‖c·g‖ = |θ2| and |θ2/c| = ‖g‖ — the root
+    c = θ2/θ1 that Prop. B.10 excludes as a permutation, for θ1 = ‖g‖.
+    """
+    norm = group_norm(np.asarray(group, dtype=float), kind)
+    if np.ndim(norm) != 0:
+        raise ValueError(f"group must be one group of weights (k,), got shape {np.shape(group)}")
+    return _distinct_positive_roots(theta2, float(norm))
 
 
 def counterexample_excluded(w1: float = 0.5, w2: float = 0.8, b1: float = 0.9) -> np.ndarray:

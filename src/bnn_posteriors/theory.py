@@ -153,6 +153,37 @@ def mfvi_elbo(mu, s, x, y, sigma, tau):
     return mfvi_expected_log_likelihood(mu, s, x, y, sigma) - mfvi_kl(mu, s, tau)
 
 
+def mfvi_two_layer_optimum(x, y, sigma, tau) -> dict:
+    """Optimum of the MFVI ELBO (:func:`mfvi_elbo`) for L = 2, f(x) = w2·w1·x, in closed form.
+
+    With S = |Σ x_i y_i| and X = Σ x_i², a stationary point with μ ≠ 0 needs s1·s2 = σ²/S;
+    the optimum is |μ1| = |μ2| = √ν*, s1 = s2 = σ/√S, sign(μ1μ2) = sign(Σxy), with
+    ν* = (S − σ²/τ²)/X − σ²/S (the lasso mode of :func:`lasso_mode` minus σ²/S) when this is
+    positive. Otherwise the optimum is μ = 0, s1 = s2 = s0 with 1/s0² = X s0²/σ² + 1/τ².
+    μ = 0 is stationary for every τ (the sign-flip symmetry); the largest eigenvalue of the
+    ELBO's Hessian in μ there is λ0 = S/σ² − 1/s0², < 0 (a stable fixed point) exactly when
+    τ² < τ²_c = σ² / (S − σ² X / S), i.e. where ν* = 0 ([SAP] Fig. 2, App. B.1).
+    Returns floats ``nu`` (E_q[β] = μ1μ2), ``s``, ``tau2_critical`` (inf when S² ≤ σ²X),
+    ``zero_curvature`` (λ0).
+    """
+    x, y = _xy(x, y)
+    sigma, tau = positive("sigma", sigma), positive("tau", tau)
+    sxy, sxx = float(jnp.sum(x * y)), float(jnp.sum(x**2))
+    s_abs, var = abs(sxy), sigma**2
+    if sxx == 0.0:
+        raise ValueError("x is all zeros: the likelihood does not depend on the weights")
+    a = sxx / var  # s0⁴·a + s0²/τ² − 1 = 0
+    s0_sq = (-1.0 / tau**2 + np.sqrt(1.0 / tau**4 + 4.0 * a)) / (2.0 * a)
+    nu = (s_abs - var / tau**2) / sxx - var / s_abs if s_abs > 0 else 0.0
+    gap = s_abs - var * sxx / s_abs if s_abs > 0 else -np.inf
+    return {
+        "nu": float(np.sign(sxy) * max(nu, 0.0)),
+        "s": float(np.sqrt(var / s_abs) if nu > 0 else np.sqrt(s0_sq)),
+        "tau2_critical": float(var / gap) if gap > 0 else float("inf"),
+        "zero_curvature": float(s_abs / var - 1.0 / s0_sq),
+    }
+
+
 def _depth(depth):
     if not (isinstance(depth, int | np.integer) and depth >= 1):
         raise ValueError(f"depth must be a positive integer, got {depth!r}")

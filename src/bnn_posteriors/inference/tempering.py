@@ -336,17 +336,21 @@ def gaussian_elbo_terms(
     """Exact ELBO_η^N and the limit functional F̃_η^N(ν_N^θ) of the slides, square loss, ReLU.
 
     E_q log L = −Σ_i [(y_i − E f(x_i))² + Var f(x_i)] / (2σ²) − (p/2) log(2πσ²);
+    the first sum is the data-fit term without the normalising constant, ``expected_loss``
+    = Σ_i E_q ℓ(f_w(x_i), y_i) = Σ_i G_Θ^N(θ; (x_i, y_i)) of the slides, ℓ = (y − f)²/(2σ²).
     F̃ moves the expectation inside the loss ("integration inside", G̃), dropping Var f.
     Their gap is Σ_i Var_q f(x_i) / (2σ²) = O(p/N) (slides' Theorem, |ELBO − F̃| ≤ Cp/N).
-    Returns ``dict(kl, expected_log_lik, elbo, limit_log_lik, limit, gap)``.
+    Returns ``dict(kl, expected_log_lik, expected_loss, elbo, limit_log_lik, limit, gap)``.
     """
     _check_eta(eta)
     kl = kl_mean_field(params, prior_scale)
     limit_ll, var_term = _gaussian_terms(params, x, y, noise, output_scale)
     ell = limit_ll - var_term
+    const = -0.5 * jnp.shape(y)[0] * jnp.log(2 * jnp.pi * noise**2)
     return {
         "kl": kl,
         "expected_log_lik": ell,
+        "expected_loss": const - ell,
         "elbo": -eta * kl + ell,
         "limit_log_lik": limit_ll,
         "limit": -eta * kl + limit_ll,
