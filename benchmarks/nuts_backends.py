@@ -12,6 +12,7 @@ run on the same machine:
 Run: ``python benchmarks/nuts_backends.py`` (prints the ratios BlackJAX/NumPyro).
 """
 
+import argparse
 import time
 
 import jax
@@ -57,4 +58,9 @@ def main(depth=4, n=20, chains=4, warmup=500, draws=(1000, 5000), repeats=3):
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--depth", type=int, default=4, help="hidden layers of the network")
+    parser.add_argument("--chains", type=int, default=4, help="chains per backend")
+    parser.add_argument("--repeats", type=int, default=3, help="timings per figure (best kept)")
+    args = parser.parse_args()
+    main(depth=args.depth, chains=args.chains, repeats=args.repeats)

@@ -62,6 +62,12 @@ def test_claims_unknown_profile(capsys):
     assert "'nope'" in capsys.readouterr().err
 
 
+def test_claims_unknown_profile_in_the_environment(monkeypatch, capsys):
+    monkeypatch.setenv("BNN_PROFILE", "bogus")
+    assert cli.main(["claims"]) == 2
+    assert "'bogus'" in capsys.readouterr().err
+
+
 def test_run_missing_file(tmp_path, capsys):
     assert cli.main(["run", str(tmp_path / "missing.md")]) == 2
     assert "missing.md" in capsys.readouterr().err

@@ -89,27 +89,6 @@ def test_unknown_dataset_names_it_and_lists_known():
         data.dataset_path("mnist")
 
 
-def test_check_xy_accepts_and_rejects():
-    x, y = data.check_xy(np.ones((5, 2)), np.zeros(5))
-    assert x.shape == (5, 2) and y.shape == (5,)
-    data.check_xy(np.arange(4), np.arange(4))  # 1-D x, integers
-    with pytest.raises(ValueError, match="x has 5 rows but y has 4"):
-        data.check_xy(np.ones((5, 2)), np.zeros(4))
-    y_nan = np.array([np.nan, 1.0, np.nan, 2.0, np.nan])
-    with pytest.raises(ValueError, match="y contains 3 NaN values"):
-        data.check_xy(np.ones((5, 2)), y_nan)
-    with pytest.raises(ValueError, match="x contains 1 infinite values"):
-        data.check_xy(np.array([1.0, np.inf]), np.zeros(2))
-    with pytest.raises(ValueError, match=r"y must have shape \(n,\)"):
-        data.check_xy(np.ones((3, 2)), np.zeros((3, 1)))
-    with pytest.raises(ValueError, match="x must have shape"):
-        data.check_xy(np.ones((3, 2, 2)), np.zeros(3))
-    with pytest.raises(ValueError, match="no rows"):
-        data.check_xy(np.ones((0, 2)), np.zeros(0))
-    with pytest.raises(ValueError, match="numeric"):
-        data.check_xy(np.array(["a", "b"]), np.zeros(2))
-
-
 def _register_file(monkeypatch, tmp_path, text: str, n_rows: int, n_cols: int) -> str:
     """Register a fake data set ``fake`` whose (hash-verified) file holds ``text``."""
     folder = tmp_path / "fake-data" / "uci"

@@ -79,3 +79,27 @@ def test_chain_bootstrap_infinite_resamples_and_bad_input():
         diagnostics.chain_bootstrap(
             jax.random.PRNGKey(0), (np.zeros(3),), lambda s: s.sum() / s.sum()
         )
+
+
+def test_mean_interval_matches_scipy_and_covers_at_its_level():
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    values = rng.normal(0.3, 1.0, size=12)
+    mean, low, high = diagnostics.mean_interval(values, level=0.9)
+    ref = stats.t.interval(0.9, 11, loc=values.mean(), scale=stats.sem(values))
+    assert mean == pytest.approx(values.mean())
+    assert (low, high) == pytest.approx(ref)
+    # coverage of the true mean over many repeats is close to the level
+    draws = rng.normal(0.3, 1.0, size=(4000, 5))
+    covered = [lo <= 0.3 <= hi for _, lo, hi in map(diagnostics.mean_interval, draws)]
+    assert np.mean(covered) == pytest.approx(0.95, abs=0.015)
+
+
+@pytest.mark.parametrize(
+    ("values", "level", "match"),
+    [([1.0], 0.95, "at least 2"), ([1.0, np.nan], 0.95, "NaN"), ([1.0, 2.0], 1.5, "level")],
+)
+def test_mean_interval_rejects_bad_input(values, level, match):
+    with pytest.raises(ValueError, match=match):
+        diagnostics.mean_interval(values, level=level)

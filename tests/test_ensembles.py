@@ -85,7 +85,7 @@ def test_bad_input(kwargs, match):
 
 def test_bad_data():
     x, y = _data(8)
-    with pytest.raises(ValueError, match="shape"):
+    with pytest.raises(ValueError, match="x has 8 rows but y has 4"):
         ensembles.train_ensemble(jax.random.PRNGKey(0), x, y[:4], x, y, widths=WIDTHS, n_members=1)
     y[0] = np.nan
     with pytest.raises(ValueError, match="finite"):

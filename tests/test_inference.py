@@ -93,9 +93,9 @@ def test_nuts_rejects_init_positions_with_wrong_chain_axis():
 BAD_BUDGETS = [
     ({"num_chains": 0}, "num_chains must be"),
     ({"num_chains": 2.0}, "num_chains must be"),
-    ({"num_warmup": -1}, "num_warmup must be an integer ≥"),
-    ({"num_samples": 0}, "num_samples must be an integer ≥ 1"),
-    ({"num_samples": None}, "num_samples must be an integer ≥ 1"),
+    ({"num_warmup": -1}, "num_warmup must be"),
+    ({"num_samples": 0}, "num_samples must be a positive integer"),
+    ({"num_samples": None}, "num_samples must be a positive integer"),
     ({"num_chains": True}, "num_chains must be"),
 ]
 
@@ -113,7 +113,7 @@ def test_nuts_caps_the_tree_depth():
     )
     assert int(stats["num_steps"].max()) <= 1  # depth 1: a single leapfrog step
     check_conjugate_draws(samples["w"])
-    with pytest.raises(ValueError, match="max_num_doublings must be an integer ≥ 1"):
+    with pytest.raises(ValueError, match="max_num_doublings must be a positive integer"):
         mcmc.nuts(jax.random.key(3), models.narrow_network, KWARGS, max_num_doublings=0, **BUDGET)
 
 
@@ -123,16 +123,16 @@ def test_warm_starts_find_the_posterior_mode_of_every_chain():
     )
     assert positions["w"].shape == (3, 1) and potential.shape == (3,)
     np.testing.assert_allclose(positions["w"][:, 0], POST_MEAN, atol=1e-3)  # Gaussian: mode = mean
-    with pytest.raises(ValueError, match="num_chains must be an integer ≥ 1"):
+    with pytest.raises(ValueError, match="num_chains must be a positive integer"):
         mcmc.warm_starts(jax.random.key(4), models.narrow_network, KWARGS, num_chains=0)
-    with pytest.raises(ValueError, match="init_scale must be positive"):
+    with pytest.raises(ValueError, match="init_scale must be a positive number"):
         mcmc.warm_starts(
             jax.random.key(4), models.narrow_network, KWARGS, num_chains=2, init_scale=0.0
         )
 
 
 def test_blackjax_nuts_needs_warmup_for_its_adaptation():
-    with pytest.raises(ValueError, match="num_warmup must be an integer ≥ 1"):
+    with pytest.raises(ValueError, match="nuts: num_warmup must be a positive integer"):
         mcmc.nuts(jax.random.key(0), models.narrow_network, KWARGS, **{**BUDGET, "num_warmup": 0})
 
 
@@ -225,8 +225,8 @@ def test_fit_mfvi_is_exact_for_a_gaussian_posterior(svi_fit):
         ({"num_steps": 0}, "num_steps must be a positive integer"),
         ({"num_steps": 10.0}, "num_steps must be a positive integer"),
         ({"num_particles": 0}, "num_particles must be a positive integer"),
-        ({"learning_rate": 0.0}, "learning_rate and init_scale must be positive"),
-        ({"init_scale": -1.0}, "learning_rate and init_scale must be positive"),
+        ({"learning_rate": 0.0}, "fit_mfvi: learning_rate must be a positive number"),
+        ({"init_scale": -1.0}, "fit_mfvi: init_scale must be a positive number"),
     ],
 )
 def test_fit_mfvi_rejects_bad_settings(change, message):

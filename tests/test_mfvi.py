@@ -65,7 +65,7 @@ def test_mfvi_rejects_bad_input():
         mfvi.fit_mfvi_regression(key, x, y, widths=(2, 2))
     with pytest.raises(ValueError, match="columns"):
         mfvi.fit_mfvi_regression(key, x, y, widths=(3, 1))
-    with pytest.raises(ValueError, match="shape"):
+    with pytest.raises(ValueError, match="x has 5 rows but y has 3"):
         mfvi.fit_mfvi_regression(key, x, y[:3], widths=(2, 1))
     with pytest.raises(ValueError, match="noise"):
         mfvi.fit_mfvi_regression(key, x, y, widths=(2, 1), noise=-1.0)

@@ -82,10 +82,92 @@ def test_run_bde_shapes_and_finite_tuning():
 
 
 def test_energy_var_schedule():
+    # the authors' rule, linear over phases 1-2
+    # (EmanuelSommer/sampled-approx-posteriors, src/sai/kernels/warmup.py)
     target, mask, n3 = mile.energy_var_schedule(100)
-    assert len(target) == 90 and n3 == 10
-    assert target[0] == pytest.approx(0.5) and target[79] == pytest.approx(0.1)
-    assert np.all(np.diff(target[:80]) < 0) and mask.sum() == 10 and mask[:80].sum() == 0
+    n1, n2 = 80, 10
+    n = n1 + n2
+    assert len(target) == len(mask) == n and n3 == 10
+    start, end = mile.ENERGY_VAR_START, mile.ENERGY_VAR_END
+    assert target[0] == pytest.approx(start)
+    assert np.all(np.diff(target) <= 0) and np.all(np.diff(target) < 0)
+    assert target[n - 1] == pytest.approx(start - (start - end) * (n - 1) / (n + 1))
+    expected = start - (start - end) * np.arange(n) / (n + 1)
+    np.testing.assert_allclose(target, expected, rtol=1e-6)
+    assert np.all(mask[:n1] == 0) and np.all(mask[n1:] == 1)
+    target, mask, n3 = mile.energy_var_schedule(1000, start=2.0, end=0.5)
+    assert target[0] == pytest.approx(2.0)
+    assert target[-1] == pytest.approx(2.0 - 1.5 * 899 / 901)
+    assert np.all(np.diff(target) <= 0) and mask[:800].sum() == 0 and mask[800:].sum() == 100
+    target, _, _ = mile.energy_var_schedule(100, start=5e-4, end=5e-4)
+    np.testing.assert_array_equal(target, np.float32(5e-4))
+    for bad in (0.0, -0.1, float("nan"), float("inf"), "0.1", None, True):
+        with pytest.raises((ValueError, TypeError), match="start"):
+            mile.energy_var_schedule(100, start=bad)
+        with pytest.raises((ValueError, TypeError), match="end"):
+            mile.energy_var_schedule(100, end=bad)
+    with pytest.raises(ValueError, match="energy_var"):
+        mile.mclmc_chain(
+            jax.random.PRNGKey(0), lambda z: -jnp.sum(z**2), jnp.zeros(2),
+            tuning_steps=100, sampling_steps=1, energy_var=0.1,
+        )  # fmt: skip
+
+
+def _tuned_l_and_step_size(energy_var, reference: bool, n_keys=64, tuning_steps=2000):
+    """Medians of (L, ε) over ``n_keys`` tunings on a diagonal Gaussian (d = 20, scales
+    0.5 … 2): ours (:func:`mile.mclmc_chain`) or BlackJAX's ``mclmc_find_L_and_step_size``
+    with our settings (same initial L and ε, phases, integrator, no preconditioning)."""
+    import blackjax
+    from blackjax.adaptation.mclmc_adaptation import MCLMCAdaptationState
+    from blackjax.mcmc.integrators import isokinetic_mclachlan
+
+    d = 20
+    scales = jnp.asarray(np.geomspace(0.5, 2.0, d), jnp.float32)
+    z0 = jnp.ones(d)
+
+    def logdensity(z):
+        return -0.5 * jnp.sum((z / scales) ** 2)
+
+    def ours(k):
+        _, L, eps = mile.mclmc_chain(
+            k, logdensity, z0, tuning_steps=tuning_steps, sampling_steps=1,
+            energy_var=(energy_var, energy_var),
+        )  # fmt: skip
+        return L, eps
+
+    def theirs(k):
+        k_init, k_tune = jax.random.split(k)
+        state = blackjax.mcmc.mclmc.init(z0, logdensity, k_init)
+        kernel = blackjax.mcmc.mclmc.build_kernel(integrator=isokinetic_mclachlan)
+        L0 = jnp.maximum(jnp.sqrt(d * 1.0), mile.MIN_INITIAL_L)
+        params = MCLMCAdaptationState(L0, jnp.asarray(mile.INITIAL_STEP_SIZE), jnp.ones(d))
+        _, tuned, _ = blackjax.mclmc_find_L_and_step_size(
+            kernel, tuning_steps, state, k_tune, logdensity_fn=logdensity,
+            frac_tune1=mile.TUNING_FRACTIONS[0], frac_tune2=mile.TUNING_FRACTIONS[1],
+            frac_tune3=mile.TUNING_FRACTIONS[2], desired_energy_var=energy_var,
+            trust_in_estimate=mile.TRUST_IN_ESTIMATE,
+            num_effective_samples=mile.NUM_EFFECTIVE_SAMPLES,
+            diagonal_preconditioning=False, params=params, l_factor=mile.L_FACTOR,
+        )  # fmt: skip
+        return tuned.L, tuned.step_size
+
+    keys = jax.random.split(jax.random.PRNGKey(1 if reference else 0), n_keys)
+    L, eps = jax.jit(jax.vmap(theirs if reference else ours))(keys)
+    return float(np.median(L)), float(np.median(eps))
+
+
+def test_tuning_matches_blackjax_at_constant_target():
+    # At a constant target (BlackJAX's default 5e-4, where ε follows the Var[ΔE] ∝ ε^6 rule;
+    # at 0.1 this Gaussian's ε is near its stability limit and barely reacts to the target)
+    # our tuning is BlackJAX's. Medians over 64 chains each, different random streams:
+    # over 10 sets of 64 keys the medians differed by at most 2.3 % (L and ε). Tolerance
+    # 6 %. Breaking ours moves the medians far outside it: a 10x larger target ε by
+    # +29 … +37 %, a 10x smaller one ε by -21 … -27 %, ε ∝ (.)^(-1/4) instead of (.)^(-1/6)
+    # ε by +50 … +62 %, L_FACTOR 0.5 instead of 0.4 L by +20 … +27 %.
+    L_ref, eps_ref = _tuned_l_and_step_size(5e-4, reference=True)
+    L, eps = _tuned_l_and_step_size(5e-4, reference=False)
+    assert abs(eps / eps_ref - 1) < 0.06, (eps, eps_ref)
+    assert abs(L / L_ref - 1) < 0.06, (L, L_ref)
 
 
 def test_resume_does_not_recompute(tmp_path, monkeypatch):

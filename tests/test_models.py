@@ -21,32 +21,6 @@ def trace(model, **kwargs):
     return handlers.trace(handlers.seed(model, jax.random.key(0))).get_trace(**kwargs)
 
 
-# --- positive -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("value", [1, 0.5, np.float32(2.0), jnp.array(3.0)])
-def test_positive_returns_float(value):
-    out = models.positive("tau", value)
-    assert isinstance(out, float)
-    assert out == pytest.approx(float(value))
-
-
-@pytest.mark.parametrize("value", [0.0, -1.0, float("nan"), float("inf")])
-def test_positive_rejects_non_positive_or_non_finite(value):
-    with pytest.raises(ValueError, match="tau must be a positive number"):
-        models.positive("tau", value)
-
-
-@pytest.mark.parametrize("value", ["one", None, [1.0, 2.0]])
-def test_positive_rejects_non_numbers(value):
-    with pytest.raises(TypeError, match="sigma must be a number"):
-        models.positive("sigma", value)
-
-
-def test_positive_passes_traced_values():
-    assert float(jax.jit(lambda v: models.positive("s", v) * 2)(1.5)) == 3.0
-
-
 # --- narrow_network -------------------------------------------------------------------------
 
 
@@ -201,13 +175,6 @@ def test_mlp_regression_prior_predictive_scale():
     assert float(jnp.std(draws["mean"])) == pytest.approx(1.0, rel=0.06)
 
 
-def test_positive_array_accepts_positive_and_rejects_the_rest():
-    np.testing.assert_allclose(models.positive_array("tau", [0.5, 2.0]), [0.5, 2.0])
-    for bad in ([1.0, 0.0], [1.0, -2.0], [np.nan, 1.0]):
-        with pytest.raises(ValueError, match="tau must be positive everywhere"):
-            models.positive_array("tau", bad)
-
-
 def test_narrow_network_adjusted_prior_log_joint_matches_scipy():
     """Prop. B.5's prior N(θ₀, Σ) with per-weight means and scales."""
     x, y = np.linspace(-1, 1, 5), np.linspace(-0.5, 0.7, 5)
@@ -245,21 +212,3 @@ def test_mlp_prior_sites_and_shapes():
     }
     assert float(tr["W0"]["fn"].base_dist.base_dist.scale) == 0.5
     assert set(trace(lambda: models.mlp_prior((2, 3, 1), 1.0, bias=False))) == {"W0", "W1"}
-
-
-@pytest.mark.parametrize("value", [1, 5, np.int64(3)])
-def test_positive_int_returns_int(value):
-    out = models.positive_int("n", value)
-    assert out == int(value) and type(out) is int
-
-
-@pytest.mark.parametrize("value", [0, -2, 1.0, True, None, "3"])
-def test_positive_int_rejects(value):
-    with pytest.raises(ValueError, match="n must be a positive integer"):
-        models.positive_int("n", value)
-
-
-def test_positive_int_minimum():
-    assert models.positive_int("steps", 10, minimum=10) == 10
-    with pytest.raises(ValueError, match="steps must be an integer ≥ 10"):
-        models.positive_int("steps", 9, minimum=10)

@@ -27,6 +27,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from . import validate
+
 ENV_DATA = "BNN_POSTERIORS_DATA"
 ENV_URL = "BNN_POSTERIORS_DATA_URL"
 RAW_HOST = "https://raw.githubusercontent.com"
@@ -191,35 +193,6 @@ def _locate(info: DatasetInfo, base_url: str | None = None) -> Path:
     return cached
 
 
-def check_xy(x, y, *, name: str | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Validate a data set and return it as NumPy arrays.
-
-    Shapes: x (n, d) or (n,), y (n,), n >= 1; all values numeric and finite.
-    ``name`` only prefixes the error messages.
-    """
-    x, y = np.asarray(x), np.asarray(y)
-    pre = f"{name}: " if name else ""
-    if x.ndim not in (1, 2):
-        raise ValueError(f"{pre}x must have shape (n,) or (n, d), got shape {x.shape}")
-    if y.ndim != 1:
-        raise ValueError(f"{pre}y must have shape (n,), got shape {y.shape}")
-    if x.shape[0] != y.shape[0]:
-        raise ValueError(f"{pre}x has {x.shape[0]} rows but y has {y.shape[0]}")
-    if y.shape[0] == 0:
-        raise ValueError(f"{pre}x and y have no rows")
-    for label, a in (("x", x), ("y", y)):
-        if a.dtype == np.bool_ or np.issubdtype(a.dtype, np.integer):
-            continue
-        if not np.issubdtype(a.dtype, np.inexact):
-            raise ValueError(f"{pre}{label} must be numeric, got dtype {a.dtype}")
-        n_nan, n_inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
-        if n_nan:
-            raise ValueError(f"{pre}{label} contains {n_nan} NaN values")
-        if n_inf:
-            raise ValueError(f"{pre}{label} contains {n_inf} infinite values")
-    return x, y
-
-
 def load_dataset(name: str) -> tuple[np.ndarray, np.ndarray]:
     """Load a registered data set as the authors do ([SAP] App. D; ``np.genfromtxt``).
 
@@ -236,7 +209,7 @@ def load_dataset(name: str) -> tuple[np.ndarray, np.ndarray]:
     n_bad = int((~np.isfinite(data)).sum())
     if n_bad:
         raise ValueError(f"{name}: {path} has {n_bad} NaN/inf entries after parsing")
-    return check_xy(data[:, :-1], data[:, -1], name=name)
+    return validate.check_xy(data[:, :-1], data[:, -1], where=name)
 
 
 def _permutation(n: int, seed: int) -> np.ndarray:
@@ -256,12 +229,6 @@ def _cut(order: np.ndarray, fractions) -> dict[str, np.ndarray]:
     return parts
 
 
-def _check_int(value, label: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{label} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 def split_indices(n: int, seed: int, fractions=(0.7, 0.1, 0.2)) -> dict[str, np.ndarray]:
     """Shuffled train/val/test row indices of a table with ``n`` rows.
 
@@ -270,8 +237,8 @@ def split_indices(n: int, seed: int, fractions=(0.7, 0.1, 0.2)) -> dict[str, np.
     Cut points as in the authors' loader: ``n_train = int(n * f_train)``,
     ``n_train + n_val = int(n * (f_train + f_val))`` (e.g. n=308 gives 215/31/62), test the rest.
     """
-    n = _check_int(n, "n", 1)
-    seed = _check_int(seed, "seed", 0)
+    n = validate.positive_int("n", n)
+    seed = validate.positive_int("seed", seed, 0)
     return _cut(_permutation(n, seed), fractions)
 
 
@@ -323,9 +290,9 @@ def load_split(
     if convention not in ("full", "train"):
         raise ValueError(f"convention must be 'full' or 'train', got {convention!r}")
     x, y = load_dataset(name)
-    order = _permutation(len(y), _check_int(seed, "seed", 0))
+    order = _permutation(len(y), validate.positive_int("seed", seed, 0))
     if n_max is not None:
-        order = order[: _check_int(n_max, "n_max", 1)]
+        order = order[: validate.positive_int("n_max", n_max)]
     idx = _cut(order, fractions)
     rows = order if convention == "full" else idx["train"]
     x_mean, x_std = _stats(x[rows])
@@ -375,10 +342,10 @@ def load_mnist_subset(
         raise DataIntegrityError(
             f"MNIST subset: sha256 {digest} differs from the registered {MNIST_SHA256}"
         )
-    n_test = _check_int(n_test, "n_test", 1)
+    n_test = validate.positive_int("n_test", n_test)
     if n_test >= len(y):
         raise ValueError(f"n_test must be below {len(y)}, got {n_test}")
-    order = _permutation(len(y), _check_int(seed, "seed", 0))
+    order = _permutation(len(y), validate.positive_int("seed", seed, 0))
     x = x / 255.0
     train, test = order[:-n_test], order[-n_test:]
     return x[train], y[train].astype(np.int32), x[test], y[test].astype(np.int32)
@@ -527,7 +494,7 @@ def load_banana(n_train: int | None = 265):
     x_tr, x_rest, y_tr, y_rest = train_test_split(x, y, train_size=0.7, random_state=230)
     x_te, x_va, y_te, y_va = train_test_split(x_rest, y_rest, train_size=0.5, random_state=230)
     if n_train is not None:
-        n_train = _check_int(n_train, "n_train", 1)
+        n_train = validate.positive_int("n_train", n_train)
         x_tr, y_tr = x_tr[:n_train], y_tr[:n_train]
     return x_tr, y_tr, x_va, y_va, x_te, y_te
 
@@ -558,7 +525,7 @@ def load_uci_classification(name: str, seed: int):
     """
     from sklearn.model_selection import train_test_split
 
-    seed = _check_int(seed, "seed", 0)
+    seed = validate.positive_int("seed", seed, 0)
     x, y = load_uci_classification_table(name)
     x_tr, x_rest, y_tr, y_rest = train_test_split(x, y, train_size=0.7, random_state=seed)
     x_te, x_va, y_te, y_va = train_test_split(x_rest, y_rest, train_size=0.5, random_state=seed)

@@ -94,3 +94,26 @@ def chain_bootstrap(rng_key, per_chain, statistic, *, num_resamples=1000, level=
     low = float(np.quantile(values, (1.0 - level) / 2, method="inverted_cdf"))
     high = float(np.quantile(values, (1.0 + level) / 2, method="inverted_cdf"))
     return estimate, low, high
+
+
+def mean_interval(values, *, level=0.95) -> tuple[float, float, float]:
+    """Student-t interval of the mean of independent replicates: ``(mean, low, high)``.
+
+    values: one number per independent repeat (e.g. one per MAP, each with its own
+    initialisation), at least 2, all finite. The interval is mean ± t_{(1+level)/2, n−1} · sd/√n.
+    """
+    from scipy import stats
+
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 1 or values.size < 2:
+        raise ValueError(
+            f"values must be a 1-D array of at least 2 repeats, got shape {values.shape}"
+        )
+    if not np.all(np.isfinite(values)):
+        raise ValueError("values contain NaN or inf")
+    mean = float(values.mean())
+    half = float(stats.t.ppf((1.0 + level) / 2, values.size - 1) * values.std(ddof=1))
+    half /= np.sqrt(values.size)
+    return mean, mean - half, mean + half

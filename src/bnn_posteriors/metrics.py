@@ -178,12 +178,21 @@ def w2_squared_gaussian(mean, scale) -> np.ndarray:
 
     Sample s predicts N(μ^(s), diag(σ^(s)²)) on n inputs; W2² between two such laws is
     Σ_i (μ_i^(s) − μ_i^(t))² + (σ_i^(s) − σ_i^(t))², reported per input (divided by n).
-    ``mean`` (S, n), ``scale`` (S,) or (S, n). Returns (S, S).
+    ``mean`` (S, n), ``scale`` (S,) or (S, n). Returns (S, S). Memory O(S² + S·n): the
+    squared differences come from Gram matrices, so thousands of samples fit.
     """
     mean, scale = _gaussian_predictive(mean, scale, 1)
-    d_mean = np.mean((mean[:, None] - mean[None]) ** 2, axis=-1)
-    d_scale = np.mean((scale[:, None] - scale[None]) ** 2, axis=-1)
-    return d_mean + d_scale
+    return _mean_squared_differences(mean) + _mean_squared_differences(scale)
+
+
+def _mean_squared_differences(rows) -> np.ndarray:
+    """(S, n) → (S, S): mean over the n columns of (row_s − row_t)², via the Gram matrix."""
+    rows = rows - rows.mean(axis=0)  # same differences, less cancellation
+    norms = np.einsum("sn,sn->s", rows, rows)
+    out = (norms[:, None] + norms[None] - 2.0 * rows @ rows.T) / rows.shape[1]
+    np.maximum(out, 0.0, out=out)
+    np.fill_diagonal(out, 0.0)
+    return out
 
 
 def w2_z_test(mean, scale, *, paper_formula: bool = False) -> np.ndarray:
@@ -207,6 +216,64 @@ def w2_z_test(mean, scale, *, paper_formula: bool = False) -> np.ndarray:
     z = mean_d / (np.sqrt(n) * sd) if paper_formula else np.sqrt(n) * mean_d / sd
     np.fill_diagonal(z, 0.0)
     return z
+
+
+def w2_chain_blocks(w2, n_chains: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean within-chain and between-chain W2² of a pooled distance matrix ([SAP] Fig. 11).
+
+    ``w2`` (K·S, K·S): :func:`w2_squared_gaussian` of the samples of K chains stacked chain
+    by chain, S samples each. Returns ``within`` (K,), the mean over the S(S − 1) pairs
+    s ≠ t of chain k, and ``between`` (K, K), the mean over the S² pairs of chains k ≠ l
+    (NaN on the diagonal, which holds within-chain pairs).
+    """
+    w2 = np.asarray(w2, dtype=np.float64)
+    if isinstance(n_chains, bool) or not isinstance(n_chains, int) or n_chains < 2:
+        raise ValueError(f"n_chains must be an integer of at least 2, got {n_chains!r}")
+    if w2.ndim != 2 or w2.shape[0] != w2.shape[1] or w2.shape[0] % n_chains:
+        raise ValueError(
+            f"w2 must be a square (K*S, K*S) matrix with K = {n_chains}, got shape {w2.shape}"
+        )
+    n_samples = w2.shape[0] // n_chains
+    if n_samples < 2:
+        raise ValueError("each chain needs at least 2 samples for a within-chain pair")
+    blocks = w2.reshape(n_chains, n_samples, n_chains, n_samples).transpose(0, 2, 1, 3)
+    between = blocks.mean(axis=(2, 3))
+    diagonal = np.diagonal(blocks, axis1=0, axis2=1).transpose(2, 0, 1)  # (K, S, S)
+    within = (diagonal.sum(axis=(1, 2)) - np.trace(diagonal, axis1=1, axis2=2)) / (
+        n_samples * (n_samples - 1)
+    )
+    np.fill_diagonal(between, np.nan)
+    return within, between
+
+
+def within_between_ratio(within, between, chains=None) -> tuple[float, float, float]:
+    """ρ = mean within-chain W2² / mean between-chain W2² of a set of chains ([SAP] Fig. 11).
+
+    ``within`` (K,) and ``between`` (K, K) from :func:`w2_chain_blocks`; ``chains`` the
+    indices of the chains to use, repeats allowed (a bootstrap resample; default all K).
+    Between-chain pairs are the positions i ≠ j whose chains differ: a chain drawn twice
+    forms no between-chain pair with itself (that pair would be a within-chain block).
+    For samples with functional variance v_w inside each chain and v_b across the chains'
+    centres, E ρ ≈ v_w / (v_w + v_b): the within-chain share of the functional variance.
+    Returns ``(ρ, mean within, mean between)``; ρ is NaN when no two chains differ.
+    """
+    within = np.asarray(within, dtype=np.float64)
+    between = np.asarray(between, dtype=np.float64)
+    if within.ndim != 1 or between.shape != (within.size, within.size):
+        raise ValueError(
+            f"within must be (K,) and between (K, K), got {within.shape} and {between.shape}"
+        )
+    chains = np.arange(within.size) if chains is None else np.asarray(chains)
+    if chains.ndim != 1 or chains.size < 1 or not np.issubdtype(chains.dtype, np.integer):
+        raise ValueError(f"chains must be a non-empty 1-d array of indices, got {chains!r}")
+    if chains.min() < 0 or chains.max() >= within.size:
+        raise ValueError(f"chain indices must lie in [0, {within.size}), got {chains}")
+    mean_within = float(within[chains].mean())
+    differ = chains[:, None] != chains[None, :]
+    if not differ.any():
+        return float("nan"), mean_within, float("nan")
+    mean_between = float(between[np.ix_(chains, chains)][differ].mean())
+    return mean_within / mean_between, mean_within, mean_between
 
 
 def running_lppd(y, mean, scale) -> np.ndarray:

@@ -6,7 +6,6 @@ NUTS and MFVI both consume these functions: NUTS through their log joint
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import jax
@@ -16,37 +15,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from . import nets
-
-
-def positive(name: str, value: float) -> float:
-    """Validate that a scale parameter is a finite positive number (traced values pass)."""
-    if isinstance(value, jax.core.Tracer):
-        return value
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive number, got {value}")
-    return value
-
-
-def positive_int(name: str, value, minimum: int = 1) -> int:
-    """Validate a count: an integer (not a bool) ≥ ``minimum``; returns it as ``int``."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        what = "a positive integer" if minimum == 1 else f"an integer ≥ {minimum}"
-        raise ValueError(f"{name} must be {what}, got {value!r}")
-    return int(value)
-
-
-def positive_array(name: str, value):
-    """Validate an array of scales: finite and positive everywhere (traced values pass)."""
-    if isinstance(value, jax.core.Tracer):
-        return value
-    array = np.asarray(value, dtype=float)
-    if not np.all(np.isfinite(array) & (array > 0)):
-        raise ValueError(f"{name} must be positive everywhere, got {value}")
-    return jnp.asarray(array)
+from .validate import positive, positive_array
 
 
 def narrow_network(

@@ -19,7 +19,7 @@ import numpy as np
 from jax.scipy import stats
 from scipy import optimize
 
-from .models import positive, positive_array
+from .validate import positive, positive_array
 
 KINDS = ("gaussian", "laplace")
 

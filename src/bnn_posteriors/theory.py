@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import optimize
 
-from .models import positive
+from .validate import positive
 
 
 def _xy(x, y):

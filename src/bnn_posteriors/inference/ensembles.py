@@ -23,19 +23,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from bnn_posteriors import nets
-from bnn_posteriors.models import positive_int
+from bnn_posteriors import nets, validate
+from bnn_posteriors.validate import positive, positive_int
 
 
-def check_xy(x, y, label: str) -> tuple[jax.Array, jax.Array]:
-    """Validate regression data: ``x`` (n, d) and ``y`` (n,), finite."""
-    x, y = np.asarray(x, dtype=np.float32), np.asarray(y, dtype=np.float32)
-    if x.ndim != 2 or y.shape != (x.shape[0],):
-        raise ValueError(
-            f"{label}: x must have shape (n, d) and y shape (n,), got {x.shape} and {y.shape}"
-        )
-    if x.shape[0] == 0 or not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
-        raise ValueError(f"{label}: x and y must be non-empty and finite")
+def check_xy(x, y, label: str, n_features: int | None = None) -> tuple[jax.Array, jax.Array]:
+    """Regression data as float32 arrays: ``x`` (n, d), ``y`` (n,), finite (:mod:`.validate`)."""
+    x, y = validate.check_xy(x, y, where=label, n_features=n_features, ndim=(2,), dtype=np.float32)
     return jnp.asarray(x), jnp.asarray(y)
 
 
@@ -155,21 +149,12 @@ def train_ensemble(
     if widths[-1] != 1:
         raise ValueError(f"mean regression needs one output, got widths {widths}")
     nets.activation(activation)
-    x, y = check_xy(x_train, y_train, "training data")
-    xv, yv = check_xy(x_val, y_val, "validation data")
-    if x.shape[1] != widths[0] or xv.shape[1] != widths[0]:
-        raise ValueError(
-            f"x has {x.shape[1]} (train) / {xv.shape[1]} (val) columns, widths[0] is {widths[0]}"
-        )
+    x, y = check_xy(x_train, y_train, "train_ensemble (training data)", widths[0])
+    xv, yv = check_xy(x_val, y_val, "train_ensemble (validation data)", widths[0])
     n_members = positive_int("n_members", n_members)
-    for name, value in (
-        ("learning_rate", learning_rate),
-        ("noise", noise),
-    ):
-        if not (math.isfinite(float(value)) and value > 0):
-            raise ValueError(f"{name} must be a positive number, got {value}")
-    if not (math.isfinite(float(weight_decay)) and weight_decay >= 0):
-        raise ValueError(f"weight_decay must be non-negative, got {weight_decay}")
+    learning_rate = positive("learning_rate", learning_rate, where="train_ensemble")
+    noise = positive("noise", noise, where="train_ensemble")
+    validate.non_negative("weight_decay", weight_decay, where="train_ensemble")
     run = _compiled_train(
         widths,
         int(x.shape[0]),

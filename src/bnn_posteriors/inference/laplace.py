@@ -26,8 +26,8 @@ import numpy as np
 import optax
 from jax.flatten_util import ravel_pytree
 
-from bnn_posteriors import nets
-from bnn_posteriors.models import positive
+from bnn_posteriors import nets, validate
+from bnn_posteriors.validate import positive, positive_int
 
 LIKELIHOODS = ("regression", "classification")
 SUBSETS = ("full", "last_layer")
@@ -39,24 +39,11 @@ def _check_likelihood(likelihood: str) -> str:
     return likelihood
 
 
-def _check_data(x, y, likelihood: str):
-    x = jnp.asarray(x)
-    y = jnp.asarray(y)
-    if x.ndim < 2:
-        raise ValueError(f"x must have a leading axis of points and features, got {x.shape}")
-    if y.shape[0] != x.shape[0]:
-        raise ValueError(f"x and y must have the same number of rows: {x.shape[0]} vs {y.shape[0]}")
-    if not bool(jnp.all(jnp.isfinite(x))):
-        raise ValueError("x contains NaN or infinite values")
-    if likelihood == "regression":
-        if y.ndim != 2:
-            raise ValueError(f"regression targets y must have shape (n, d_out), got {y.shape}")
-        if not bool(jnp.all(jnp.isfinite(y))):
-            raise ValueError("y contains NaN or infinite values")
-    else:
-        if y.ndim != 1 or not jnp.issubdtype(y.dtype, jnp.integer):
-            raise ValueError(f"class labels y must be a 1-D integer array, got {y.shape} {y.dtype}")
-    return x, y
+def _check_data(x, y, likelihood: str, where: str):
+    """x (n, d); y (n, d_out) targets (regression) or (n,) class labels, as JAX arrays."""
+    y_ndim = 2 if likelihood == "regression" else 1
+    xy = validate.check_xy(x, y, where=where, likelihood=likelihood, ndim=(2,), y_ndim=y_ndim)
+    return tuple(map(jnp.asarray, xy))
 
 
 def mlp_features(params: list[dict], x, activation_name: str = "relu"):
@@ -134,6 +121,7 @@ class LaplacePosterior:
     sigma: float
     subset: str
     log_likelihood: float  # log p(D | θ*)
+    n_features: int | None = None  # columns of the training x; None: not checked
 
     @property
     def num_params(self) -> int:
@@ -156,8 +144,7 @@ class LaplacePosterior:
 
     def sample(self, rng_key, num_samples: int):
         """θ ~ N(mean, Σ) via Σ^{1/2} = V diag(λ + δ)^{-1/2}; (S, P)."""
-        if not (isinstance(num_samples, int) and num_samples >= 1):
-            raise ValueError(f"num_samples must be a positive integer, got {num_samples!r}")
+        num_samples = positive_int("num_samples", num_samples)
         z = jax.random.normal(rng_key, (num_samples, self.num_params))
         scale = 1.0 / jnp.sqrt(self.eigvals + self.prior_precision)
         return self.mean + (z * scale) @ self.eigvecs.T
@@ -238,9 +225,9 @@ def laplace(
     _check_likelihood(likelihood)
     if subset not in SUBSETS:
         raise ValueError(f"subset must be one of {SUBSETS}, got {subset!r}")
-    sigma = positive("sigma", sigma)
-    delta = positive("prior_precision", prior_precision)
-    x, y = _check_data(x, y, likelihood)
+    sigma = positive("sigma", sigma, where="laplace")
+    delta = positive("prior_precision", prior_precision, where="laplace")
+    x, y = _check_data(x, y, likelihood, "laplace")
     if apply_fn is None:
         apply_fn = functools.partial(nets.mlp_apply, activation_name=activation)
     if subset == "full":
@@ -253,8 +240,7 @@ def laplace(
             features_fn = functools.partial(mlp_features, activation_name=activation)
         theta, unravel = ravel_pytree(params[-1])
         model_fn = _LastLayerModel(features_fn, params, unravel)
-    if not bool(jnp.all(jnp.isfinite(theta))):
-        raise ValueError("params contain NaN or infinite values")
+    validate.finite("params", theta, where="laplace")
     ggn = ggn_matrix(model_fn, theta, x, likelihood=likelihood, sigma=sigma, chunk=chunk)
     eigvals, eigvecs = jnp.linalg.eigh(0.5 * (ggn + ggn.T))
     log_lik = -float(neg_log_likelihood(model_fn(theta, x), y, likelihood, sigma))
@@ -269,6 +255,7 @@ def laplace(
         sigma=sigma,
         subset=subset,
         log_likelihood=log_lik,
+        n_features=int(x.shape[1]),
     )
 
 
@@ -293,16 +280,14 @@ class _LastLayerModel:
         return self.features_fn(self.params, x) @ last["W"] + last["b"]
 
 
-def _check_x(posterior, x):
-    x = jnp.asarray(x)
-    if not bool(jnp.all(jnp.isfinite(x))):
-        raise ValueError("x contains NaN or infinite values")
-    return x
+def _check_x(posterior: LaplacePosterior, x, where: str):
+    """x (n, d) with the posterior's feature count d, as a JAX array."""
+    return jnp.asarray(validate.check_x(x, where=where, n_features=posterior.n_features, ndim=(2,)))
 
 
 def predictive_samples(posterior: LaplacePosterior, x, rng_key, num_samples: int = 100):
     """Sampled predictive: outputs f(x; θ_s) for θ_s ~ q, shape (S, n, C)."""
-    x = _check_x(posterior, x)
+    x = _check_x(posterior, x, "predictive_samples")
     thetas = posterior.sample(rng_key, num_samples)
     return jax.lax.map(lambda t: posterior.model_fn(t, x), thetas)
 
@@ -321,7 +306,7 @@ def sampled_predictive(posterior: LaplacePosterior, x, rng_key, num_samples: int
 
 def linearised_variance(posterior: LaplacePosterior, x, chunk: int = 256):
     """Covariance of the linearised outputs J Σ Jᵀ per point, (n, C, C)."""
-    x = _check_x(posterior, x)
+    x = _check_x(posterior, x, "linearised_variance")
     cov = posterior.covariance
     out = []
     for start in range(0, x.shape[0], chunk):
@@ -340,7 +325,7 @@ def linearised_predictive(
     multiclass probit approximation); ``method="mc"`` averages softmax over ``num_samples``
     draws of the Gaussian linearised logits (needs ``rng_key``). Returns probabilities (n, C).
     """
-    x = _check_x(posterior, x)
+    x = _check_x(posterior, x, "linearised_predictive")
     mean = posterior.model_fn(posterior.mean, x)
     cov = linearised_variance(posterior, x)
     var = jnp.diagonal(cov, axis1=1, axis2=2)
@@ -384,12 +369,11 @@ def train_map(
     ``weight_decay`` is AdamW's decoupled decay, on top of the prior's (δ/2)‖θ‖².
     """
     _check_likelihood(likelihood)
-    sigma = positive("sigma", sigma)
-    delta = positive("prior_precision", prior_precision)
-    x, y = _check_data(x, y, likelihood)
-    if not (isinstance(num_steps, int) and num_steps >= 1):
-        raise ValueError(f"num_steps must be a positive integer, got {num_steps!r}")
-    learning_rate = positive("learning_rate", learning_rate)
+    sigma = positive("sigma", sigma, where="train_map")
+    delta = positive("prior_precision", prior_precision, where="train_map")
+    x, y = _check_data(x, y, likelihood, "train_map")
+    num_steps = positive_int("num_steps", num_steps, where="train_map")
+    learning_rate = positive("learning_rate", learning_rate, where="train_map")
     if apply_fn is None:
         apply_fn = functools.partial(nets.mlp_apply, activation_name=activation)
     n = x.shape[0]

@@ -17,17 +17,16 @@ import jax.numpy as jnp
 from numpyro.infer import MCMC, NUTS
 from numpyro.infer.util import constrain_fn, initialize_model, potential_energy
 
+from bnn_posteriors import validate
 from bnn_posteriors.inference.optim import multistart_minimise
 
 
-def _check_budget(num_chains, num_warmup, num_samples, min_warmup=0):
-    for name, v, least in (
-        ("num_chains", num_chains, 1),
-        ("num_warmup", num_warmup, min_warmup),
-        ("num_samples", num_samples, 1),
-    ):
-        if isinstance(v, bool) or not (isinstance(v, int) and v >= least):
-            raise ValueError(f"{name} must be an integer ≥ {least}, got {v!r}")
+def _check_inputs(where, model_kwargs, num_chains, num_warmup, num_samples, min_warmup=0):
+    """The data in ``model_kwargs`` (finite, matching rows) and the sampling budget."""
+    validate.check_model_data(model_kwargs, where=where)
+    validate.positive_int("num_chains", num_chains, where=where)
+    validate.positive_int("num_warmup", num_warmup, min_warmup, where=where)
+    validate.positive_int("num_samples", num_samples, where=where)
 
 
 def log_joint_fn(rng_key, model, model_kwargs: dict):
@@ -123,11 +122,8 @@ def nuts(
     ...); ``stats`` holds per-chain ``step_size`` (chains,) and
     ``acceptance_rate``, ``num_steps``, ``diverging`` (chains, samples).
     """
-    _check_budget(num_chains, num_warmup, num_samples, min_warmup=1)  # window adaptation
-    if isinstance(max_num_doublings, bool) or not (
-        isinstance(max_num_doublings, int) and max_num_doublings >= 1
-    ):
-        raise ValueError(f"max_num_doublings must be an integer ≥ 1, got {max_num_doublings!r}")
+    _check_inputs("nuts", model_kwargs, num_chains, num_warmup, num_samples, 1)  # adaptation
+    validate.positive_int("max_num_doublings", max_num_doublings, where="nuts")
     key_init, key_warm, key_sample = jax.random.split(rng_key, 3)
     if init_positions is None:
         init_positions = jax.vmap(lambda k: log_joint_fn(k, model, model_kwargs)[1])(
@@ -173,10 +169,9 @@ def warm_starts(
     with ``positions`` a dict of unconstrained arrays with a leading chain axis,
     ready for ``nuts(..., init_positions=positions)``.
     """
-    if isinstance(num_chains, bool) or not (isinstance(num_chains, int) and num_chains >= 1):
-        raise ValueError(f"num_chains must be an integer ≥ 1, got {num_chains!r}")
-    if not init_scale > 0:
-        raise ValueError(f"init_scale must be positive, got {init_scale}")
+    validate.check_model_data(model_kwargs, where="warm_starts")
+    validate.positive_int("num_chains", num_chains, where="warm_starts")
+    validate.positive("init_scale", init_scale, where="warm_starts")
     key_shape, key_init = jax.random.split(rng_key)
     template = log_joint_fn(key_shape, model, model_kwargs)[1]
     names = sorted(template)
@@ -214,7 +209,7 @@ def nuts_numpyro(
     progress_bar: bool = False,
 ):
     """NUTS by NumPyro's ``MCMC`` (vectorised chains); same output layout as :func:`nuts`."""
-    _check_budget(num_chains, num_warmup, num_samples)
+    _check_inputs("nuts_numpyro", model_kwargs, num_chains, num_warmup, num_samples)
     mcmc = MCMC(
         NUTS(model),
         num_warmup=num_warmup,

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import nets
-from ..models import positive_int
+from ..validate import positive_int
 
 LIKELIHOODS = ("gaussian", "categorical")
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -121,12 +121,3 @@ def _check_q(q) -> None:
         raise ValueError("q must be a dict with keys 'loc' and 'log_scale' (see init_mean_field)")
     if jax.tree.structure(q["loc"]) != jax.tree.structure(q["log_scale"]):
         raise ValueError("q['loc'] and q['log_scale'] must have the same structure")
-
-
-def _check_data(x, y):
-    x, y = jnp.asarray(x), jnp.asarray(y)
-    if x.ndim != 2 or y.ndim != 1 or x.shape[0] != y.shape[0]:
-        raise ValueError(
-            f"x must be (n, d_in) and y (n,) with the same n; got {x.shape}, {y.shape}"
-        )
-    return x, y

@@ -23,31 +23,15 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from bnn_posteriors import nets
+from bnn_posteriors import nets, validate
+from bnn_posteriors.validate import non_negative, positive, positive_int
 
 
 def _check_flat(theta, name="theta_map"):
     theta = jnp.asarray(theta)
     if theta.ndim != 1 or theta.size == 0:
         raise ValueError(f"{name} must be a non-empty flat parameter vector, got {theta.shape}")
-    if not bool(jnp.all(jnp.isfinite(theta))):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return theta
-
-
-def _check_count(name, value, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-def _check_rate(name, value, allow_zero=False):
-    value = float(value)
-    if not (value > 0 or (allow_zero and value == 0)) or value != value:
-        raise ValueError(
-            f"{name} must be {'non-negative' if allow_zero else 'positive'}, got {value}"
-        )
-    return value
+    return validate.finite(name, theta)
 
 
 def unit_directions(rng_key, num: int, dim: int):
@@ -92,11 +76,11 @@ def sample_trajectories(
     θ_{i,t}, t = 1..T, shape (N, T, P), and the drift directions (N, P).
     """
     theta_map = _check_flat(theta_map)
-    _check_count("num_particles", num_particles)
-    _check_count("num_steps", num_steps)
-    _check_count("num_refine", num_refine, 0)
-    drift = _check_rate("drift", drift)
-    learning_rate = _check_rate("learning_rate", learning_rate, allow_zero=True)
+    positive_int("num_particles", num_particles)
+    positive_int("num_steps", num_steps)
+    positive_int("num_refine", num_refine, 0)
+    drift = positive("drift", drift)
+    learning_rate = non_negative("learning_rate", learning_rate)
     directions = unit_directions(rng_key, num_particles, theta_map.size)
     paths = _walk(loss_fn, theta_map, directions, drift, learning_rate, num_steps, num_refine)
     return paths, directions
@@ -107,7 +91,7 @@ def max_curvature(loss_fn, theta, rng_key, num_iters: int = 200):
     Hessian-vector products; gradient descent of step η is stable along it iff ηλ_max < 2.
     """
     theta = _check_flat(theta, "theta")
-    _check_count("num_iters", num_iters)
+    positive_int("num_iters", num_iters)
     hvp = jax.jit(lambda v: jax.jvp(jax.grad(loss_fn), (theta,), (v,))[1])
 
     def step(v, _):
@@ -121,7 +105,7 @@ def max_curvature(loss_fn, theta, rng_key, num_iters: int = 200):
 
 def stable_learning_rate(loss_fn, theta, rng_key, learning_rate: float) -> float:
     """min(η, 1/λ_max): the refinement step, capped at half the stability limit 2/λ_max."""
-    learning_rate = _check_rate("learning_rate", learning_rate)
+    learning_rate = positive("learning_rate", learning_rate)
     return min(learning_rate, 1.0 / max(max_curvature(loss_fn, theta, rng_key), 1e-12))
 
 
@@ -133,8 +117,8 @@ def autoencoder_init(rng_key, num_params: int, latent_dim: int = 32, hidden=(256
 
     Weights N(0, 1/fan_in) (He-like), biases 0; returns ``{"enc": [...], "dec": [...]}``.
     """
-    _check_count("num_params", num_params)
-    _check_count("latent_dim", latent_dim)
+    positive_int("num_params", num_params)
+    positive_int("latent_dim", latent_dim)
     hidden = tuple(hidden)
     k_enc, k_dec = jax.random.split(rng_key)
 
@@ -235,17 +219,17 @@ def train_autoencoder(
         raise ValueError(
             f"trajectories must have shape (N, T, {theta_map.size}), got {trajectories.shape}"
         )
-    _check_count("num_updates", num_updates)
-    _check_count("batch_size", batch_size, 2)
+    positive_int("num_updates", num_updates)
+    positive_int("batch_size", batch_size, 2)
     n, num_t, _ = trajectories.shape
-    r = min(_check_count("num_components", num_components), n * num_t, theta_map.size)
+    r = min(positive_int("num_components", num_components), n * num_t, theta_map.size)
     basis, scale = principal_basis(trajectories, theta_map, r)
     start = jnp.broadcast_to(theta_map, (n, 1, theta_map.size))
     paths = ((jnp.concatenate([start, trajectories], axis=1) - theta_map) @ basis) / scale
     k_init, k_train = jax.random.split(rng_key)
     ae = autoencoder_init(k_init, r, latent_dim, hidden)
     ae, trace = _train_ae(
-        ae, k_train, paths, float(lam_plus), float(lam_minus), _check_rate("learning_rate",
+        ae, k_train, paths, float(lam_plus), float(lam_minus), positive("learning_rate",
         learning_rate), num_updates, batch_size, num_t,
     )  # fmt: skip
     model = {
@@ -274,7 +258,7 @@ def from_latent(model, z):
 
 def latent_sample(model, rng_key, num_samples: int):
     """MetricBNN posterior samples (eq. 10): i ~ U{1..N}, ε ~ U(0, 1), decode; (S, P)."""
-    _check_count("num_samples", num_samples)
+    positive_int("num_samples", num_samples)
     k_i, k_e = jax.random.split(rng_key)
     i = jax.random.randint(k_i, (num_samples,), 0, model["z_end"].shape[0])
     eps = jax.random.uniform(k_e, (num_samples, 1))
@@ -304,7 +288,7 @@ def gaussian_of_samples(samples):
 
 def gaussian_sample(mean, factor, rng_key, num_samples: int):
     """θ = mean + F z, z ~ N(0, I): (S, P)."""
-    _check_count("num_samples", num_samples)
+    positive_int("num_samples", num_samples)
     z = jax.random.normal(rng_key, (num_samples, factor.shape[1]))
     return mean + z @ factor.T
 

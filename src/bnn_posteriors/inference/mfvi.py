@@ -28,19 +28,8 @@ from numpyro.infer.autoguide import AutoNormal
 from numpyro.infer.initialization import init_to_value
 from numpyro.optim import optax_to_numpyro
 
-from .. import models, nets
-from ..models import positive, positive_int
-
-
-def _check_xy(x, y, widths) -> tuple[jax.Array, jax.Array]:
-    x, y = np.asarray(x, dtype=np.float32), np.asarray(y, dtype=np.float32)
-    if x.ndim != 2 or y.shape != (x.shape[0],) or x.shape[0] == 0:
-        raise ValueError(f"x must have shape (n, d) and y (n,), got {x.shape} and {y.shape}")
-    if x.shape[1] != widths[0]:
-        raise ValueError(f"x has {x.shape[1]} columns but widths[0] is {widths[0]}")
-    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
-        raise ValueError("x and y must be finite")
-    return jnp.asarray(x), jnp.asarray(y)
+from .. import models, nets, validate
+from ..validate import positive, positive_int
 
 
 def glorot_means(rng_key, widths: Sequence[int]) -> dict:
@@ -83,11 +72,13 @@ def fit_mfvi_regression(
     if widths[-1] != 1:
         raise ValueError(f"mean regression needs one output, got widths {widths}")
     nets.activation(activation)
-    x, y = _check_xy(x, y, widths)
-    noise = positive("noise", noise)
-    prior_scale = positive("prior_scale", prior_scale)
-    learning_rate = positive("learning_rate", learning_rate)
-    init_scale = positive("init_scale", init_scale)
+    where = "fit_mfvi_regression"
+    x, y = validate.check_xy(x, y, where=where, n_features=widths[0], dtype=np.float32)
+    x, y = jnp.asarray(x), jnp.asarray(y)
+    noise = positive("noise", noise, where=where)
+    prior_scale = positive("prior_scale", prior_scale, where=where)
+    learning_rate = positive("learning_rate", learning_rate, where=where)
+    init_scale = positive("init_scale", init_scale, where=where)
     num_steps = positive_int("num_steps", num_steps)
     num_particles = positive_int("num_particles", num_particles)
     key_init, key_fit = jax.random.split(rng_key)
@@ -134,9 +125,9 @@ def mfvi_output_samples(rng_key, fit: dict, x, num_samples: int = 100):
     """Network outputs f(x; θ_s) for θ_s ~ q, s = 1..``num_samples``: shape (S, n)."""
     _check_fit(fit)
     num_samples = positive_int("num_samples", num_samples)
-    x = np.asarray(x, dtype=np.float32)
-    if x.ndim != 2 or x.shape[1] != fit["widths"][0]:
-        raise ValueError(f"x must have shape (n, {fit['widths'][0]}), got {x.shape}")
+    x = validate.check_x(
+        x, where="mfvi_output_samples", n_features=fit["widths"][0], dtype=np.float32
+    )
     n_layers = len(fit["widths"]) - 1
     keys = jax.random.split(rng_key, 2 * n_layers)
     layers = []

@@ -8,13 +8,14 @@ a three-phase tuning of the step size ε and the momentum decoherence length L.
 
 The tuning is BlackJAX's ``mclmc_find_L_and_step_size`` (same predictor, same NaN handling,
 same L estimates) with MILE's settings, re-written here for one reason: MILE lowers the
-target energy variance per dimension linearly from 0.5 to 0.1 over phase 1, while
-BlackJAX keeps it constant. Phases (fractions of ``tuning_steps``, MILE: 50 000 steps):
+target energy variance per dimension linearly from 0.5 towards 0.1 over phases 1 and 2
+(:func:`energy_var_schedule`), while BlackJAX keeps it constant. Phases (fractions of
+``tuning_steps``, MILE: 50 000 steps):
 
 1. 80 %: adapt ε so that Var[ΔE]/d tracks the (decreasing) target, starting from
    ε = 0.01 and L = max(√d, 15); no preconditioning.
-2. 10 %: keep adapting ε at the final target 0.1 and average x and x² (weights ε);
-   L = √(Σ_i Var[x_i]).
+2. 10 %: keep adapting ε at the (still decreasing) target and average x and x²
+   (weights ε); L = √(Σ_i Var[x_i]).
 3. 10 %: fixed (L, ε); L = 0.4 · ε · mean_i(N₃ / ESS_i) over at most 2000 coordinates.
 
 Then ``sampling_steps`` steps (MILE: 10 000), every ``thinning``-th kept (MILE: 10).
@@ -53,7 +54,7 @@ from numpyro.infer.util import potential_energy
 from bnn_posteriors import cache, models, nets
 from bnn_posteriors.inference import mcmc
 from bnn_posteriors.inference.ensembles import check_xy
-from bnn_posteriors.models import positive_int
+from bnn_posteriors.validate import positive, positive_int
 
 # MILE's tuning settings (Sommer et al. 2025, App.; [SAP] App. D.1).
 TUNING_FRACTIONS = (0.8, 0.1, 0.1)
@@ -188,17 +189,31 @@ def _flat_logdensity(x, y, prior_scale, widths, activation):
     return logdensity
 
 
-def energy_var_schedule(tuning_steps: int) -> tuple[np.ndarray, np.ndarray, int]:
+def energy_var_schedule(
+    tuning_steps: int, *, start: float = ENERGY_VAR_START, end: float = ENERGY_VAR_END
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Per-step target energy variance and averaging mask of phases 1–2, and phase 3's length.
 
-    Phase 1 (80 %): linear 0.5 → 0.1; phase 2 (10 %): 0.1, mask 1 (x, x² averaged).
+    The target Var[ΔE]/d falls linearly from ``start`` towards ``end`` over the
+    n = n₁ + n₂ steps of phases 1 and 2 together: at step i = 0, …, n − 1 it is
+    ``start − (start − end) · min(i / (n + 1), 1)``, so it begins at ``start`` and ends
+    just above ``end`` (``start = end`` gives a constant target, as in BlackJAX). This
+    follows the authors' code, ``get_desired_energy_var_linear`` in
+    ``make_L_step_size_adaptation`` in the [SAP] authors' repository
+    EmanuelSommer/sampled-approx-posteriors, ``src/sai/kernels/warmup.py`` (which
+    switches to an exponential decay for ``start`` > 2, a case MILE's settings never
+    reach; only the linear rule is used here).
+    The mask is 0 in phase 1 and 1 in phase 2 (the steps whose x and x² are averaged).
+    Returns ``(target (n,), mask (n,), n₃)`` with float32 arrays.
     """
     tuning_steps = positive_int("tuning_steps", tuning_steps, 10)
+    start = positive("start", start, where="energy_var_schedule")
+    end = positive("end", end, where="energy_var_schedule")
     n1, n2 = (round(f * tuning_steps) for f in TUNING_FRACTIONS[:2])
-    n3 = tuning_steps - n1 - n2
-    target = np.concatenate(
-        [np.linspace(ENERGY_VAR_START, ENERGY_VAR_END, n1), np.full(n2, ENERGY_VAR_END)]
-    ).astype(np.float32)
+    n12 = n1 + n2
+    n3 = tuning_steps - n12
+    progress = np.minimum(np.arange(n12) / (n12 + 1), 1.0)
+    target = (start - (start - end) * progress).astype(np.float32)
     mask = np.concatenate([np.zeros(n1), np.ones(n2)]).astype(np.float32)
     return target, mask, n3
 
@@ -331,14 +346,26 @@ def _whole_program(
 
 
 def mclmc_chain(
-    rng_key, logdensity_fn, position, *, tuning_steps: int, sampling_steps: int, thinning: int = 1
+    rng_key,
+    logdensity_fn,
+    position,
+    *,
+    tuning_steps: int,
+    sampling_steps: int,
+    thinning: int = 1,
+    energy_var: tuple[float, float] = (ENERGY_VAR_START, ENERGY_VAR_END),
 ):
     """One MCLMC chain with MILE's tuning on any log density of a flat vector (jit-able).
 
-    ``position`` (d,). Returns ``(samples (sampling_steps // thinning, d), L, step_size)``.
+    ``position`` (d,). ``energy_var`` = (start, end) of the target energy variance
+    schedule (:func:`energy_var_schedule`; equal values tune at a constant target).
+    Returns ``(samples (sampling_steps // thinning, d), L, step_size)``.
     :func:`run_bde` runs the same steps for many chains of the BNN posterior.
     """
-    target, mask, n3 = energy_var_schedule(tuning_steps)
+    if not isinstance(energy_var, tuple | list) or len(energy_var) != 2:
+        raise ValueError(f"energy_var must be a pair (start, end), got {energy_var!r}")
+    start, end = energy_var
+    target, mask, n3 = energy_var_schedule(tuning_steps, start=start, end=end)
     thinning = positive_int("thinning", thinning)
     n_kept = positive_int("sampling_steps", sampling_steps, thinning) // thinning
     k_init, k_steps, k_finish, k_sample = jax.random.split(rng_key, 4)
@@ -481,14 +508,12 @@ def run_bde(
     samples): Var[ΔE]/d over each thinning window.
     """
     widths = nets.check_widths(widths)
-    x, y = check_xy(x_train, y_train, "training data")
-    if x.shape[1] != widths[0]:
-        raise ValueError(f"x has {x.shape[1]} columns but widths[0] is {widths[0]}")
+    x, y = check_xy(x_train, y_train, "run_bde", widths[0])
     scales = np.asarray(prior_scale, dtype=np.float64)
     if scales.ndim > 1:
         raise ValueError(f"prior_scale must be a number or one per chain, got shape {scales.shape}")
     for s in scales.ravel():
-        models.positive("prior_scale", s)
+        positive("prior_scale", s, where="run_bde")
     nets.activation(activation)
     thinning = positive_int("thinning", thinning)
     sampling_steps = positive_int("sampling_steps", sampling_steps, thinning)
@@ -611,7 +636,7 @@ def run_nuts_bde(
     the deterministic ``mean`` on the training inputs).
     """
     widths = nets.check_widths(widths)
-    x, y = check_xy(x_train, y_train, "training data")
+    x, y = check_xy(x_train, y_train, "nuts_bde", widths[0])
     n_chains = warm_starts["log_sigma"].shape[0]
     return mcmc.nuts(
         rng_key,

@@ -30,12 +30,11 @@ import numpy as np
 import optax
 from jax.scipy.special import logsumexp
 
-from .. import nets
-from ..models import positive_int
+from .. import nets, validate
+from ..validate import positive_int
 from .mean_field import (
     _HALF_LOG_2PI,
     LIKELIHOODS,
-    _check_data,
     _check_q,
     init_mean_field,
     kl_to_prior,
@@ -311,7 +310,7 @@ def elbo_samples(
     For q_G: ω = g·ω₀ with ω₀ ~ q, g ~ Uniform(G) and log q_G exact over G.
     Their mean is an unbiased estimate of ELBO(r); shape (num_samples,).
     """
-    _check_data(x, y)
+    validate.check_xy(x, y, where="elbo_samples", ndim=(2,))
     k_w, k_g = jax.random.split(rng_key)
     draws = sample_mean_field(k_w, q, num_samples)
 
@@ -464,9 +463,10 @@ def fit_mean_field(
             )
     elif positive_int("num_perms", num_perms) < 2:
         raise ValueError(f"num_perms (K) must be at least 2, got {num_perms}")
-    if not (learning_rate > 0 and prior_scale > 0 and noise > 0 and init_scale > 0):
-        raise ValueError("learning_rate, prior_scale, noise and init_scale must be positive")
-    x, y = _check_data(x, y)
+    for name, v in (("learning_rate", learning_rate), ("prior_scale", prior_scale),
+                    ("noise", noise), ("init_scale", init_scale)):  # fmt: skip
+        validate.positive(name, v, where="fit_mean_field")
+    x, y = map(jnp.asarray, validate.check_xy(x, y, where="fit_mean_field", ndim=(2,)))
     if likelihood == "categorical":
         y = y.astype(jnp.int32)
     rng_keys = jnp.asarray(rng_keys)
@@ -512,7 +512,7 @@ def evaluate(
     class probabilities (categorical: (n_test, C)), and ``outputs`` the draws themselves
     (Gaussian only; for :func:`bnn_posteriors.metrics.lppd`). q and q_G predict alike.
     """
-    x, y = _check_data(x, y)
+    x, y = map(jnp.asarray, validate.check_xy(x, y, where="evaluate", ndim=(2,)))
     k_w, k_mi, k_f = jax.random.split(rng_key, 3)
     kw = dict(likelihood=likelihood, noise=noise, activation=activation)
     draws = sample_mean_field(k_w, q, num_samples)

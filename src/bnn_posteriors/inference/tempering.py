@@ -18,8 +18,6 @@ Parameters of q are a dict ``{"W0_loc", "W0_scale", "W1_loc", "W1_scale"}`` with
 
 from __future__ import annotations
 
-import math
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -30,8 +28,8 @@ from jax.scipy.special import ndtr
 from numpyro.infer import SVI, TraceMeanField_ELBO
 from numpyro.optim import optax_to_numpyro
 
-from .. import models, nets
-from ..models import positive_int
+from .. import models, nets, validate
+from ..validate import positive, positive_array, positive_int
 
 SITES = ("W0", "W1")
 LIKELIHOODS = ("gaussian", "categorical")
@@ -40,20 +38,10 @@ LIKELIHOODS = ("gaussian", "categorical")
 # --------------------------------------------------------------------------- inputs
 
 
-def _check_eta(eta) -> None:
-    """Concrete temperatures must be finite and > 0 (traced values pass)."""
-    if isinstance(eta, jax.core.Tracer):
-        return
-    array = np.asarray(eta, dtype=float)
-    if array.size == 0 or not np.all(np.isfinite(array) & (array > 0)):
-        raise ValueError(f"the temperature eta must be finite and positive, got {eta!r}")
-
-
 def balanced_temperature(p: int, n: int, tau: float = 1.0) -> float:
     """The slides' balanced temperature η_N = τ p / N (p observations, N neurons or weights)."""
     p, n = positive_int("p", p), positive_int("N", n)
-    if not (math.isfinite(tau) and tau > 0):
-        raise ValueError(f"tau must be a positive number, got {tau!r}")
+    positive("tau", tau, where="balanced_temperature")
     return tau * p / n
 
 
@@ -122,8 +110,8 @@ def init_params(
     """
     d_in, width, n_out = (positive_int(k, v) for k, v in (("d_in", d_in), ("width", width),
                                                           ("n_out", n_out)))  # fmt: skip
-    if not (prior_scale > 0 and init_scale > 0):
-        raise ValueError("prior_scale and init_scale must be positive")
+    positive("prior_scale", prior_scale, where="init_params")
+    positive("init_scale", init_scale, where="init_params")
     sd = init_scale * prior_scale
     return {
         "W0_loc": prior_scale * jax.random.normal(rng_key, (d_in, width)),
@@ -165,7 +153,7 @@ def mean_field_guide(init: dict):
 
 def tempered_guide(guide, eta):
     """The guide with every site scaled by η: ``TraceMeanField_ELBO`` then uses η·KL."""
-    _check_eta(eta)
+    positive_array("eta", eta, where="tempered_guide")
     return numpyro.handlers.scale(guide, scale=eta)
 
 
@@ -197,8 +185,7 @@ def fit_tempered(
     """
     num_steps = positive_int("num_steps", num_steps)
     num_particles = positive_int("num_particles", num_particles)
-    if not learning_rate > 0:
-        raise ValueError(f"learning_rate must be positive, got {learning_rate}")
+    positive("learning_rate", learning_rate, where="fit_tempered")
     unknown = set(batched) - set(model_kwargs)
     if unknown:
         raise ValueError(f"batched names {sorted(unknown)} are not model arguments")
@@ -207,7 +194,7 @@ def fit_tempered(
     if etas.ndim != (2 if batched else 1):
         want = "(n_sets, n_eta)" if batched else "a scalar or (n_eta,)"
         raise ValueError(f"etas must be {want}, got shape {etas.shape}")
-    _check_eta(np.asarray(etas))
+    positive_array("eta", np.asarray(etas), where="fit_tempered")
     _check_params(jax.tree.map(lambda a: a[0], init) if batched else init)
     schedule = optax.cosine_decay_schedule(learning_rate, num_steps, alpha=1e-2)
     optimizer = optax_to_numpyro(optax.adam(schedule))
@@ -245,7 +232,7 @@ def mc_elbo_terms(rng_key, params: dict, model_kwargs: dict, eta=1.0, *, num_par
     ``num_particles`` draws). Returns ``dict(kl, expected_log_lik, elbo)`` with
     elbo = −η·kl + expected_log_lik, the objective that :func:`fit_tempered` maximises.
     """
-    _check_eta(eta)
+    positive_array("eta", eta, where="mc_elbo_terms")
     _check_params(params)
     guide = tempered_guide(mean_field_guide(params), eta)
     loss = TraceMeanField_ELBO(num_particles=positive_int("num_particles", num_particles),
@@ -262,8 +249,7 @@ def mc_elbo_terms(rng_key, params: dict, model_kwargs: dict, eta=1.0, *, num_par
 def kl_mean_field(params: dict, prior_scale: float = 1.0):
     """KL(q_θ‖P0) = Σ [log(s/σ) + (σ² + μ²)/(2s²) − 1/2] over all weights (P0 = N(0, s²))."""
     _check_params(params)
-    if not prior_scale > 0:
-        raise ValueError(f"prior_scale must be positive, got {prior_scale}")
+    positive("prior_scale", prior_scale, where="kl_mean_field")
     total = 0.0
     for site in SITES:
         mu, sd = params[f"{site}_loc"], params[f"{site}_scale"]
@@ -304,9 +290,8 @@ def predictive_moments(params: dict, x, output_scale: float | None = None):
     ``x``: (n, d_in) → mean, var: (n, d_out); s = ``output_scale`` (default 1/N).
     """
     _check_params(params)
-    x = jnp.asarray(x)
-    if x.ndim != 2 or x.shape[1] != jnp.shape(params["W0_loc"])[0]:
-        raise ValueError(f"x must have shape (n, {jnp.shape(params['W0_loc'])[0]}), got {x.shape}")
+    d_in = jnp.shape(params["W0_loc"])[0]
+    x = jnp.asarray(validate.check_x(x, where="predictive_moments", n_features=d_in))
     width = jnp.shape(params["W0_loc"])[1]
     s = 1.0 / width if output_scale is None else output_scale
     m = x @ params["W0_loc"]  # (n, N)
@@ -319,11 +304,10 @@ def predictive_moments(params: dict, x, output_scale: float | None = None):
 
 
 def _gaussian_terms(params, x, y, noise, output_scale):
-    x, y = jnp.asarray(x), jnp.asarray(y)
-    if y.shape != (x.shape[0],):
-        raise ValueError(f"y must have shape ({x.shape[0]},), got {y.shape}")
-    if not noise > 0:
-        raise ValueError(f"noise must be positive, got {noise}")
+    d_in = jnp.shape(params["W0_loc"])[0]
+    xy = validate.check_xy(x, y, where="gaussian_elbo_terms", n_features=d_in)
+    x, y = map(jnp.asarray, xy)
+    positive("noise", noise, where="gaussian_elbo_terms")
     mean, var = predictive_moments(params, x, output_scale)
     const = -0.5 * y.shape[0] * jnp.log(2 * jnp.pi * noise**2)
     squared = jnp.sum((y - mean[:, 0]) ** 2) / (2 * noise**2)
@@ -342,7 +326,7 @@ def gaussian_elbo_terms(
     Their gap is Σ_i Var_q f(x_i) / (2σ²) = O(p/N) (slides' Theorem, |ELBO − F̃| ≤ Cp/N).
     Returns ``dict(kl, expected_log_lik, expected_loss, elbo, limit_log_lik, limit, gap)``.
     """
-    _check_eta(eta)
+    positive_array("eta", eta, where="gaussian_elbo_terms")
     kl = kl_mean_field(params, prior_scale)
     limit_ll, var_term = _gaussian_terms(params, x, y, noise, output_scale)
     ell = limit_ll - var_term

@@ -15,8 +15,8 @@ from numpyro.infer import SVI, TraceMeanField_ELBO
 from numpyro.infer.autoguide import AutoNormal
 from numpyro.optim import optax_to_numpyro
 
-from .. import theory
-from ..models import positive
+from .. import theory, validate
+from ..validate import positive
 from . import optim
 
 
@@ -38,12 +38,11 @@ def fit_mfvi(
     Returns ``dict(loc=..., scale=..., losses=(num_steps,))`` where ``loc`` and
     ``scale`` map each latent site to its variational mean and standard deviation.
     """
-    if not (isinstance(num_steps, int) and num_steps >= 1):
-        raise ValueError(f"num_steps must be a positive integer, got {num_steps!r}")
-    if not (isinstance(num_particles, int) and num_particles >= 1):
-        raise ValueError(f"num_particles must be a positive integer, got {num_particles!r}")
-    if not (learning_rate > 0 and init_scale > 0):
-        raise ValueError("learning_rate and init_scale must be positive")
+    validate.check_model_data(model_kwargs, where="fit_mfvi")
+    validate.positive_int("num_steps", num_steps, where="fit_mfvi")
+    validate.positive_int("num_particles", num_particles, where="fit_mfvi")
+    validate.positive("learning_rate", learning_rate, where="fit_mfvi")
+    validate.positive("init_scale", init_scale, where="fit_mfvi")
     guide = AutoNormal(model, init_scale=init_scale)
     schedule = optax.cosine_decay_schedule(learning_rate, num_steps, alpha=1e-2)
     svi = SVI(
@@ -111,8 +110,8 @@ def fit_mfvi_narrow(
     up to ``max_depth`` share one compiled program (:func:`narrow_negative_elbo`).
     Returns ``dict(mu (L,), s (L,), elbo)``.
     """
-    if isinstance(num_starts, bool) or not (isinstance(num_starts, int) and num_starts >= 1):
-        raise ValueError(f"num_starts must be a positive integer, got {num_starts!r}")
+    validate.check_xy(x, y, where="fit_mfvi_narrow", ndim=(1,))
+    validate.positive_int("num_starts", num_starts, where="fit_mfvi_narrow")
     if not (isinstance(depth, int) and 1 <= depth <= max_depth):
         raise ValueError(f"depth must be an integer in 1..{max_depth}, got {depth!r}")
     x, y = jnp.asarray(x), jnp.asarray(y)
