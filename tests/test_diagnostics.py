@@ -90,6 +90,7 @@ def test_mean_interval_matches_scipy_and_covers_at_its_level():
     ref = stats.t.interval(0.9, 11, loc=values.mean(), scale=stats.sem(values))
     assert mean == pytest.approx(values.mean())
     assert (low, high) == pytest.approx(ref)
+    assert all(type(v) is float for v in (mean, low, high))  # myst-nb glues plain floats
     # coverage of the true mean over many repeats is close to the level
     draws = rng.normal(0.3, 1.0, size=(4000, 5))
     covered = [lo <= 0.3 <= hi for _, lo, hi in map(diagnostics.mean_interval, draws)]

@@ -115,5 +115,5 @@ def mean_interval(values, *, level=0.95) -> tuple[float, float, float]:
         raise ValueError("values contain NaN or inf")
     mean = float(values.mean())
     half = float(stats.t.ppf((1.0 + level) / 2, values.size - 1) * values.std(ddof=1))
-    half /= np.sqrt(values.size)
-    return mean, mean - half, mean + half
+    half /= float(np.sqrt(values.size))
+    return mean, float(mean - half), float(mean + half)  # plain floats (glued in chapters)
