@@ -22,7 +22,7 @@ export BNN_PROFILE JAX_COMPILATION_CACHE_DIR
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: book test install browser
+.PHONY: book test install browser lint
 
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
@@ -31,6 +31,18 @@ test: book browser
 	BNN_SITE_PREBUILT=1 $(BIN)/pytest
 
 install: $(STAMP)
+
+# ruff on the package, tests and scripts, then on the chapters' code cells (each chapter
+# converted to a notebook, which ruff reads cell by cell; E402: imports follow the prose;
+# E501: a claim's note or a printed line is prose, which ruff format cannot wrap)
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	rm -rf _build/lint && mkdir -p _build/lint
+	for f in book/*.md; do \
+	  $(BIN)/jupytext --quiet --to ipynb -o _build/lint/$$(basename $${f%.md}).ipynb $$f; done
+	$(BIN)/ruff check --ignore E402,E501 _build/lint/*.ipynb
+	$(BIN)/ruff format --check _build/lint/*.ipynb
 
 $(BIN)/python:
 	python3 -m venv $(VENV)

@@ -9,6 +9,11 @@
   starts on airfoil: wall time and test LPPD of each.
 - ``full``: BDE(10) at MILE's settings (50 000 tuning, 10 000 sampling steps, thinning 10)
   on airfoil, end to end with warm starts. Goal <= 5 min.
+- ``flops``: the physical limit. The FLOPs of one gradient of the log density (XLA's cost
+  analysis) times the measured gradient rate, against the machine's peak as measured by a
+  large jitted float32 matmul in the same run; and MILE's gradient rate against the raw one.
+  Use ``--dataset bikesharing`` for [SAP]'s largest data set (random starts: a rate does
+  not depend on where the chains are).
 
 Throughputs come from the difference of two compiled runs that differ only in the number of
 sampling steps, so compilation and tuning cancel out. Run:
@@ -23,19 +28,28 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bnn_posteriors import data, metrics
+from bnn_posteriors import cost, data, metrics, nets
 from bnn_posteriors.inference import ensembles, mile
 
 GRADS_PER_STEP = 2  # isokinetic McLachlan: two force evaluations per step (FSAL)
 
 
-def setup(n_chains=10, hidden=(16, 16, 16), seed=0):
-    split = data.load_split("airfoil", 1)
+DATASET = "airfoil"  # set by --dataset
+
+
+def setup(n_chains=10, hidden=(16, 16, 16), seed=0, warm=True):
+    """The split, the widths and 10 chain positions: DE warm starts, or Glorot draws."""
+    split = data.load_split(DATASET, 1)
     widths = (split.x_train.shape[1], *hidden, 1)
-    params, _ = ensembles.train_ensemble(
-        jax.random.PRNGKey(seed), split.x_train, split.y_train, split.x_val, split.y_val,
-        widths=widths, n_members=n_chains,
-    )  # fmt: skip
+    key = jax.random.PRNGKey(seed)
+    if warm:
+        params, _ = ensembles.train_ensemble(
+            key, split.x_train, split.y_train, split.x_val, split.y_val,
+            widths=widths, n_members=n_chains,
+        )  # fmt: skip
+    else:
+        draws = [nets.mlp_init(k, widths, scheme="glorot") for k in jax.random.split(key, n_chains)]
+        params = jax.tree.map(lambda *a: jnp.stack(a), *draws)
     return split, widths, mile.warm_start_positions(params)
 
 
@@ -133,12 +147,45 @@ def bench_full():
     )
 
 
-BENCHES = {"grad": bench_grad, "devices": bench_devices, "nuts": bench_nuts, "full": bench_full}
+def matmul_peak(n=2048, repeats=5):
+    """The machine's float32 FLOP rate on a large jitted matmul: 2 n³ FLOPs per product."""
+    a = jax.random.normal(jax.random.PRNGKey(0), (n, n))
+    f = jax.jit(lambda a: a @ a)
+    timed(lambda: f(a))
+    return 2 * n**3 / min(timed(lambda: f(a))[0] for _ in range(repeats))
+
+
+def bench_flops():
+    split, widths, starts = setup(warm=False)
+    x, y = jnp.asarray(split.x_train), jnp.asarray(split.y_train)
+    logdensity = mile._flat_logdensity(x, y, 1.0, widths, "relu")
+    z = jax.flatten_util.ravel_pytree(jax.tree.map(lambda a: a[0], starts))[0]
+    flops = cost.xla_flops(jax.grad(logdensity), z)
+    grads = gradient_rate(split, widths, starts)
+    rate = sampling_rate(split, widths, starts, devices=jax.devices()[:1])
+    peak = matmul_peak()
+    achieved = grads * flops
+    print(f"[flops] {DATASET} (n = {x.shape[0]}, widths {widths}): {flops:.3g} FLOPs per "
+          f"gradient; raw jitted gradient {grads:.0f} grads/s = {achieved / 1e9:.2f} GFLOP/s; "
+          f"matmul peak {peak / 1e9:.1f} GFLOP/s; gradient / peak {achieved / peak:.2f}; "
+          f"MILE {rate * GRADS_PER_STEP:.0f} grads/s, MILE / raw gradient "
+          f"{rate * GRADS_PER_STEP / grads:.2f}")  # fmt: skip
+
+
+BENCHES = {
+    "flops": bench_flops,
+    "grad": bench_grad,
+    "devices": bench_devices,
+    "nuts": bench_nuts,
+    "full": bench_full,
+}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("which", nargs="*", default=["grad", "devices", "nuts"], choices=BENCHES)
+    parser.add_argument("--dataset", default=DATASET, help="UCI data set (default: airfoil)")
     args = parser.parse_args()
+    DATASET = args.dataset
     print(f"devices: {jax.devices()}; numpy {np.__version__}, jax {jax.__version__}")
     for name in args.which:
         BENCHES[name]()

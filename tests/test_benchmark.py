@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bnn_posteriors import benchmark, cache, data
+from bnn_posteriors import benchmark, benchmark_report, cache, data, metrics
 
 
 def _normal_logpdf(y, m, s):
@@ -55,17 +55,28 @@ def test_authors_lppd_mixture_and_log_sigma_column_is_correct():
     dens = stats.norm.pdf(y, means, sigmas[..., None]).reshape(-1, 5).mean(0)
     expected = np.mean(np.log(dens))
     assert benchmark.authors_lppd(y, lvals) == pytest.approx(expected, abs=1e-4)
-    pointwise = benchmark.pointwise_lppd(y, means, sigmas[..., None])
+    pointwise = metrics.pointwise_lppd(y, means, sigmas[..., None])
     assert np.mean(np.asarray(pointwise)) == pytest.approx(expected, abs=1e-4)
+
+
+def test_mixture_scores_pool_chains_of_samples():
+    """BDE: per-chain mixtures over samples, pooled over chains = one mixture of all draws."""
+    rng = np.random.default_rng(3)
+    y = rng.normal(size=6)
+    means = rng.normal(size=(3, 4, 6))
+    sigmas = np.exp(rng.normal(size=(3, 4)) * 0.3)
+    scores = benchmark.mixture_scores(y, means, sigmas)
+    dens = stats.norm.pdf(y, means, sigmas[..., None])
+    assert scores["lppd"] == pytest.approx(np.mean(np.log(dens.reshape(-1, 6).mean(0))), abs=1e-12)
+    per_chain = np.log(dens.mean(1)).mean(1)
+    np.testing.assert_allclose(scores["lppd_chains"], per_chain, atol=1e-12)
 
 
 def test_evaluation_rejects_bad_input():
     with pytest.raises(ValueError, match="lvals must have shape"):
         benchmark.authors_lppd(np.zeros(3), np.zeros((4, 2)))
-    with pytest.raises(ValueError, match="positive"):
-        benchmark.pointwise_lppd(np.zeros(2), np.zeros(2), -1.0)
     with pytest.raises(ValueError, match="y must have shape"):
-        benchmark.pointwise_lppd(np.zeros((2, 2)), np.zeros(2), 1.0)
+        benchmark.authors_lppd(np.zeros((2, 2)), np.zeros((2, 2)))
     with pytest.raises(ValueError, match="finite"):
         benchmark.authors_lppd(np.array([np.nan, 0.0]), np.zeros((2, 1)))
     with pytest.raises(ValueError, match="must have y's shape"):
@@ -88,12 +99,12 @@ def test_summarise_and_differences():
         {"dataset": "airfoil", "metrics": {"bde10": {"lppd": v, "rmse": 0.1, "tag": "x"}}}
         for v in (0.5, 0.7, 0.6)
     ]
-    summary = benchmark.summarise(rows)
+    summary = benchmark_report.summarise(rows)
     mean, sd, n = summary["airfoil"]["bde10"]["lppd"]
     assert (mean, n) == (pytest.approx(0.6), 3)
     assert sd == pytest.approx(0.1)
     assert "tag" not in summary["airfoil"]["bde10"]
-    diff = benchmark.differences(summary)["airfoil"]
+    diff = benchmark_report.differences(summary)["airfoil"]
     assert diff["reference"] == 0.665
     assert diff["difference"] == pytest.approx(0.6 - 0.665)
     assert diff["z"] == pytest.approx((0.6 - 0.665) / 0.1)
@@ -172,7 +183,8 @@ def test_run_unit_is_cached_and_recomputes_a_corrupt_file(fake_data, monkeypatch
     second = benchmark.run_unit("airfoil", 1, "laplace", CFG)
     assert second["cached"] and len(calls) == 1
     assert second["wall_s"] == first["wall_s"]
-    path = cache.unit_path("ch8-laplace", benchmark.unit_parts("airfoil", 1, "laplace", CFG))
+    parts = benchmark.unit_parts("airfoil", 1, "laplace", CFG)
+    path = cache.unit_path("ch8-laplace", parts, version=benchmark.UNIT_VERSIONS["laplace"])
     path.write_bytes(b"corrupt")
     with pytest.warns(cache.CacheWarning):
         third = benchmark.run_unit("airfoil", 1, "laplace", CFG)

@@ -38,6 +38,51 @@ def test_fingerprint_hashes_arrays_and_keeps_scalars():
         cache.fingerprint(object())
 
 
+def test_computation_version_tags_declared_and_fallback_versions():
+    assert cache.computation_version("mile-1") == "v:mile-1"
+    assert cache.computation_version(None) == f"code:{cache.code_version()}"
+    with pytest.raises(ValueError, match="non-empty"):
+        cache.computation_version("  ")
+    with pytest.raises(TypeError, match="version must be a string"):
+        cache.computation_version(1)
+
+
+def test_unit_key_depends_on_inputs_and_version_not_on_the_source(monkeypatch):
+    parts = {"seed": 1, "x": np.ones(3)}
+    key = cache.unit_key("chain", parts, "chain-1")
+    # a docstring edit changes the package's source SHA: a versioned key stays
+    monkeypatch.setattr(cache, "code_version", lambda: "0123456789abcdef")
+    assert cache.unit_key("chain", parts, "chain-1") == key
+    # a new version of the computation or different inputs give a new key
+    assert cache.unit_key("chain", parts, "chain-2") != key
+    assert cache.unit_key("chain", {"seed": 2, "x": np.ones(3)}, "chain-1") != key
+    assert cache.unit_key("chain", {"seed": 1, "x": np.zeros(3)}, "chain-1") != key
+    # no declared version: the key follows the source (the safe fallback)
+    fallback = cache.unit_key("chain", parts)
+    monkeypatch.setattr(cache, "code_version", lambda: "fedcba9876543210")
+    assert cache.unit_key("chain", parts) != fallback
+    assert cache.unit_key("chain", parts, "chain-1") == key
+
+
+def test_cached_with_a_version_survives_source_edits(tmp_cache, monkeypatch):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"x": np.arange(2.0)}
+
+    cache.cached("unit", {"seed": 0}, compute, version="unit-1")
+    monkeypatch.setattr(cache, "code_version", lambda: "0123456789abcdef")
+    cache.cached("unit", {"seed": 0}, compute, version="unit-1")
+    assert len(calls) == 1 and cache.is_cached("unit", {"seed": 0}, version="unit-1")
+    assert not cache.is_cached("unit", {"seed": 0}, version="unit-2")
+    assert not cache.is_cached("unit", {"seed": 0})  # the unversioned unit is another unit
+    cache.cached("unit", {"seed": 0}, compute, version="unit-2")
+    assert len(calls) == 2
+    path = cache.unit_path("unit", {"seed": 0}, version="unit-2")
+    assert path.exists() and path != cache.unit_path("unit", {"seed": 0}, version="unit-1")
+
+
 def test_unit_key_depends_on_name_and_parts():
     parts = {"seed": 1, "x": np.ones(3)}
     key = cache.unit_key("chain", parts)

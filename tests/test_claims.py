@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -242,22 +241,6 @@ def test_catalogue_matches_claims_md():
         pytest.skip(f"{spec} not present")
     expected = re.findall(r"\*\*(C\d+\.\d+) ", spec.read_text(encoding="utf-8"))
     assert [c["id"] for c in claims.catalogue()] == expected
-
-
-def test_git_commit_marks_a_modified_tree(tmp_path):
-    def git(*args):
-        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
-
-    git("init", "-q")
-    (tmp_path / "f.txt").write_text("a")
-    git("add", "f.txt")
-    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
-    clean = claims._git_commit(tmp_path)
-    assert clean and not clean.endswith("+dirty")
-    (tmp_path / "f.txt").write_text("b")
-    claims._git_commit.cache_clear()  # cached per process: one chapter run, one commit
-    assert claims._git_commit(tmp_path) == clean + "+dirty"
-    assert claims._git_commit(None) is None
 
 
 def test_check_returns_a_record_that_prints_as_one_line(tmp_path, monkeypatch):

@@ -14,7 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bnn_posteriors import data
+from bnn_posteriors import data, data_fetch
+
+REGISTRY = dict(data.registry())
 
 SHARED = Path(
     os.environ.get(data.ENV_DATA) or Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -30,9 +32,12 @@ EXPECTED_X_SHAPES = {
     "concrete": (1030, 8),
     "energy": (768, 8),
     "yacht": (308, 6),
-    "ionosphere": (351, 33),
+    "ionosphere_mile": (351, 33),
     "synthetic_regression_1x": (1000, 1),
+    "banana": (5300, 2),
+    "ionosphere": (351, 34),
 }
+MULTI_FILE = ("snelson", "australian", "breast_cancer", "glass", "vehicle", "waveform")
 
 
 @pytest.fixture(autouse=True)
@@ -52,12 +57,33 @@ def shared(monkeypatch):
 
 
 def test_registry_covers_expected_names():
-    assert data.dataset_names() == tuple(EXPECTED_X_SHAPES)
-    for name in data.dataset_names():
+    assert set(data.dataset_names()) == set(EXPECTED_X_SHAPES) | set(MULTI_FILE)
+    for name in EXPECTED_X_SHAPES:
         info = data.dataset_info(name)
-        assert info.url.startswith(data.RAW_HOST) and info.url.endswith("/data/" + info.filename)
-        assert info.task == ("classification" if name == "ionosphere" else "regression")
-        assert len(info.sha256) == 64
+        assert info.url.startswith(data.RAW_HOST) and info.url.endswith("/" + info.filename)
+        classification = name.startswith("ionosphere") or name == "banana"
+        assert info.task == ("classification" if classification else "regression")
+        assert len(info.sha256) == 64 and info.part == ""
+    with pytest.raises(ValueError, match="has 4 files"):
+        data.dataset_info("australian")
+
+
+def test_one_registry_one_ionosphere_per_name():
+    """Every (name, part) is registered once; MILE's Ionosphere has a name of its own."""
+    registry = data.registry()
+    keys = [(f.name, f.part) for files in registry.values() for f in files]
+    assert len(keys) == len(set(keys))
+    assert data.dataset_info("ionosphere").subdir == "uci_classification/ionosphere"
+    assert data.dataset_info("ionosphere_mile").subdir == "uci"
+
+
+@needs_shared
+def test_mile_ionosphere_is_the_uci_table_without_its_constant_column(shared):
+    x, y = data.load_dataset("ionosphere")
+    x_mile, y_mile = data.load_dataset("ionosphere_mile")
+    assert np.all(x[:, 1] == 0)
+    np.testing.assert_array_equal(np.delete(x, 1, axis=1), x_mile)
+    np.testing.assert_array_equal(y, y_mile)
 
 
 @needs_shared
@@ -77,7 +103,7 @@ def test_every_dataset_loads_with_shape_and_hash(shared, name):
 def test_known_values(shared):
     x, y = data.load_dataset("synthetic_regression_1x")
     np.testing.assert_allclose(x[:, 0], np.linspace(-3, 3, 1000), atol=1e-6)
-    _, y = data.load_dataset("ionosphere")
+    _, y = data.load_dataset("ionosphere_mile")
     assert sorted(np.unique(y)) == [0.0, 1.0] and int(y.sum()) == 225
 
 
@@ -96,7 +122,7 @@ def _register_file(monkeypatch, tmp_path, text: str, n_rows: int, n_cols: int) -
     (folder / "fake.data").write_text(text)
     sha = hashlib.sha256(text.encode()).hexdigest()
     info = data.DatasetInfo("fake", "uci", "fake.data", n_rows, n_cols, sha, "unused", "regression")
-    monkeypatch.setitem(data.DATASETS, "fake", info)
+    monkeypatch.setattr(data_fetch, "registry", lambda: {**REGISTRY, "fake": (info,)})
     monkeypatch.setenv(data.ENV_DATA, str(tmp_path / "fake-data"))
     return "fake"
 
@@ -191,11 +217,11 @@ def test_train_convention_uses_training_rows_only(shared):
 
 @needs_shared
 def test_constant_columns_and_classification_targets(shared):
-    s = data.load_split("ionosphere", seed=0)
+    s = data.load_split("ionosphere_mile", seed=0)
     assert np.isfinite(s.x_train).all()
     assert set(np.unique(s.y_train)) == {0.0, 1.0} and (s.y_mean, s.y_std) == (0.0, 1.0)
     # the first ionosphere column is constant within a small training subset: std 1, no NaN
-    t = data.load_split("ionosphere", seed=0, convention="train", n_max=20)
+    t = data.load_split("ionosphere_mile", seed=0, convention="train", n_max=20)
     assert np.isfinite(t.x_train).all() and np.isfinite(t.x_test).all()
 
 

@@ -9,7 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bnn_posteriors import data
+from bnn_posteriors import data, data_fetch
+
+_ROW = (
+    '[[file]]\nname = "a"\npath = "uci/a.data"\nsource = "{source}"\nremote = "data/a.data"\n'
+    'rows = 3\ncols = 2\ntask = "{task}"\nsha256 = "00"\n'
+)
 
 SHARED = Path(
     os.environ.get(data.ENV_DATA) or Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -26,12 +31,35 @@ def shared(monkeypatch, tmp_path):
 
 
 def test_registry_urls_and_hashes():
-    for name, files in data.MULTI_FILE_DATASETS.items():
-        for info in files:
+    for name in (*data.UCI_CLASSIFICATION, "snelson", "banana"):
+        for info in data.dataset_files(name):
             assert info.name == name and len(info.sha256) == 64
             assert info.url.startswith(data.RAW_HOST)
             assert info.url.endswith(f"/data/{info.subdir.split('/', 1)[1]}/{info.filename}")
-    assert set(data.UCI_CLASSIFICATION) <= set(data.MULTI_FILE_DATASETS)
+    assert [f.part for f in data.dataset_files("australian")] == [
+        "x_train", "x_test", "y_train", "y_test"
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ('[[file]]\nname = "a"\n', "must have the keys"),
+        (_ROW.format(source="nowhere", task="regression"), "unknown source"),
+        (_ROW.format(source="s", task="ranking"), "task must be"),
+        (_ROW.format(source="s", task="regression") * 2, "given twice"),
+    ],
+)
+def test_registry_rejects_bad_rows(text, match):
+    with pytest.raises(ValueError, match=match):
+        data_fetch.parse_registry('[sources]\ns = "https://x"\n' + text)
+
+
+def test_registry_parses_a_row():
+    text = '[sources]\ns = "https://x/repo"\n' + _ROW.format(source="s", task="regression")
+    (info,) = data_fetch.parse_registry(text)["a"]
+    assert (info.subdir, info.filename, info.url) == ("uci", "a.data", "https://x/repo/data/a.data")
+    assert (info.n_rows, info.n_cols, info.part, info.delimiter) == (3, 2, "", None)
 
 
 def test_snelson_splits(shared):
@@ -71,7 +99,7 @@ def test_corrupt_file_and_bad_names(shared, tmp_path, monkeypatch):
         data.load_banana()
     with pytest.raises(ValueError, match="unknown"):
         data.load_uci_classification("iris", 0)
-    with pytest.raises(ValueError, match="unknown multi-file"):
-        data.multi_file_info("iris")
+    with pytest.raises(ValueError, match="unknown data set 'iris'"):
+        data.dataset_files("iris")
     with pytest.raises(ValueError, match="seed"):
         data.load_uci_classification("glass", -1)

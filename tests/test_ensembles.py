@@ -54,13 +54,13 @@ def test_training_fits_better_than_init():
     params, info = ensembles.train_ensemble(
         jax.random.PRNGKey(2), x, y, x, y, widths=WIDTHS, n_members=2, max_epochs=50
     )
-    init = ensembles.glorot_init(jax.random.PRNGKey(0), WIDTHS)
+    init = nets.mlp_init(jax.random.PRNGKey(0), WIDTHS, scheme="glorot")
     assert np.all(info["val_nll"] < ensembles.gaussian_nll(init, x, y, 1.0))
     assert ensembles.predict(params, x).shape == (2, 64)
 
 
 def test_glorot_init_shapes():
-    p = ensembles.glorot_init(jax.random.PRNGKey(0), (3, 5, 1))
+    p = nets.mlp_init(jax.random.PRNGKey(0), (3, 5, 1), scheme="glorot")
     assert p[0]["W"].shape == (3, 5) and np.all(p[0]["b"] == 0)
     assert nets.mlp_apply(p, jnp.ones((4, 3))).shape == (4, 1)
 

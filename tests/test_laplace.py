@@ -30,7 +30,7 @@ def test_ggn_equals_hand_jt_lambda_j(x64):
     x = jnp.asarray(rng.normal(size=(4, 2)))
     y = jnp.asarray([0, 1, 2, 1])
     params = nets.mlp_init(jax.random.PRNGKey(1), (2, 2, 3), 0.8)
-    post = la.laplace(params, x, y, likelihood="classification", activation="tanh")
+    post = la.laplace(params, x, y, likelihood="categorical", activation="tanh")
     theta, unravel = ravel_pytree(params)
 
     def f(t):
@@ -56,10 +56,10 @@ def test_ggn_equals_hessian_when_residual_vanishes(x64):
     sigma = 0.5
 
     def nll(t):
-        return la.neg_log_likelihood(nets.mlp_apply(unravel(t), x, "tanh"), y, "regression", sigma)
+        return la.neg_log_likelihood(nets.mlp_apply(unravel(t), x, "tanh"), y, "gaussian", sigma)
 
     hess = jax.hessian(nll)(theta)
-    post = la.laplace(params, x, y, likelihood="regression", sigma=sigma, activation="tanh")
+    post = la.laplace(params, x, y, likelihood="gaussian", sigma=sigma, activation="tanh")
     ggn = post.precision - post.prior_precision * jnp.eye(theta.size)
     np.testing.assert_allclose(ggn, hess, atol=1e-8)
 
@@ -76,7 +76,7 @@ def test_linear_model_is_conjugate_bayesian_regression(x64):
     mean = cov @ design.T @ np.asarray(y)[:, 0] / sigma**2
     params = [{"W": jnp.asarray(mean[:3, None]), "b": jnp.asarray(mean[3:])}]
     post = la.laplace(
-        params, x, y, likelihood="regression", sigma=sigma, prior_precision=delta,
+        params, x, y, likelihood="gaussian", sigma=sigma, prior_precision=delta,
         activation="identity",
     )  # fmt: skip
     theta, _ = ravel_pytree(params)
@@ -90,7 +90,7 @@ def test_linear_model_is_conjugate_bayesian_regression(x64):
             x,
             y,
             apply_fn=functools.partial(nets.mlp_apply, activation_name="identity"),
-            likelihood="regression",
+            likelihood="gaussian",
             sigma=sigma,
             prior_precision=delta,
         )  # fmt: skip
@@ -100,7 +100,7 @@ def test_linear_model_is_conjugate_bayesian_regression(x64):
 
 def test_linearised_variance_brute_force(x64):
     x, y, params = tiny_regression()
-    post = la.laplace(params, x, y, likelihood="regression", sigma=0.4, activation="tanh")
+    post = la.laplace(params, x, y, likelihood="gaussian", sigma=0.4, activation="tanh")
     xt = jnp.linspace(-2, 2, 5)[:, None] * jnp.ones((1, 2))
     mean, var = la.linearised_predictive(post, xt)
     for i in range(5):
@@ -113,7 +113,7 @@ def test_linearised_variance_brute_force(x64):
 def test_sampled_predictive_matches_linearised_for_linear_model(x64):
     x, y, _ = tiny_regression(widths=(2, 1))
     params = nets.mlp_init(KEY, (2, 1))
-    post = la.laplace(params, x, y, likelihood="regression", sigma=0.5, activation="identity")
+    post = la.laplace(params, x, y, likelihood="gaussian", sigma=0.5, activation="identity")
     m_lin, v_lin = la.linearised_predictive(post, x[:3])
     m_s, v_s = la.sampled_predictive(post, x[:3], KEY, num_samples=20000)
     np.testing.assert_allclose(m_s, m_lin, atol=0.03)
@@ -124,7 +124,7 @@ def test_sampled_predictive_matches_linearised_for_linear_model(x64):
 
 def test_marginal_likelihood_gradient_zero_at_optimum(x64):
     x, y, params = tiny_regression(n=30)
-    post = la.laplace(params, x, y, likelihood="regression", sigma=0.5, activation="tanh")
+    post = la.laplace(params, x, y, likelihood="gaussian", sigma=0.5, activation="tanh")
     best = la.optimise_prior_precision(post)
     grad = jax.grad(lambda d: la.log_marginal_likelihood(best, d))(best.prior_precision)
     assert abs(float(grad)) < 1e-6 * (1 + abs(float(la.log_marginal_likelihood(best))))
@@ -145,7 +145,7 @@ def test_marginal_likelihood_conjugate_evidence(x64):
     mean = cov @ design.T @ y[:, 0] / sigma**2
     params = [{"W": jnp.asarray(mean[:2, None]), "b": jnp.asarray(mean[2:])}]
     post = la.laplace(
-        params, jnp.asarray(x), jnp.asarray(y), likelihood="regression", sigma=sigma,
+        params, jnp.asarray(x), jnp.asarray(y), likelihood="gaussian", sigma=sigma,
         prior_precision=delta, activation="identity",
     )  # fmt: skip
     k = sigma**2 * np.eye(15) + design @ design.T / delta
@@ -160,12 +160,12 @@ def test_last_layer_subset_and_classification_predictives():
     y = jnp.asarray((x[:, 0] > 0).astype(int))
     params = nets.mlp_init(KEY, (2, 4, 2), 0.5)
     params, trace = la.train_map(
-        params, x, y, likelihood="classification", activation="tanh", num_steps=200,
+        params, x, y, likelihood="categorical", activation="tanh", num_steps=200,
         learning_rate=0.05,
     )  # fmt: skip
     assert trace[-1] < trace[0]
-    full = la.laplace(params, x, y, likelihood="classification", activation="tanh")
-    last = la.laplace(params, x, y, likelihood="classification", activation="tanh",
+    full = la.laplace(params, x, y, likelihood="categorical", activation="tanh")
+    last = la.laplace(params, x, y, likelihood="categorical", activation="tanh",
                       subset="last_layer")  # fmt: skip
     assert full.num_params == 2 * 4 + 4 + 4 * 2 + 2 and last.num_params == 4 * 2 + 2
     for post in (full, last):
@@ -182,31 +182,31 @@ def test_bad_input():
     with pytest.raises(ValueError, match="likelihood"):
         la.laplace(params, x, y, likelihood="poisson")
     with pytest.raises(ValueError, match="subset"):
-        la.laplace(params, x, y, likelihood="regression", subset="middle")
+        la.laplace(params, x, y, likelihood="gaussian", subset="middle")
     with pytest.raises(ValueError, match="sigma"):
-        la.laplace(params, x, y, likelihood="regression", sigma=-1.0)
+        la.laplace(params, x, y, likelihood="gaussian", sigma=-1.0)
     with pytest.raises(ValueError, match="prior_precision"):
-        la.laplace(params, x, y, likelihood="regression", prior_precision=0.0)
+        la.laplace(params, x, y, likelihood="gaussian", prior_precision=0.0)
     with pytest.raises(TypeError, match="sigma"):
-        la.laplace(params, x, y, likelihood="regression", sigma="big")
+        la.laplace(params, x, y, likelihood="gaussian", sigma="big")
     with pytest.raises(ValueError, match="laplace: x has 12 rows but y has 3"):
-        la.laplace(params, x, y[:3], likelihood="regression")
+        la.laplace(params, x, y[:3], likelihood="gaussian")
     with pytest.raises(ValueError, match="NaN"):
-        la.laplace(params, x.at[0, 0].set(jnp.nan), y, likelihood="regression")
+        la.laplace(params, x.at[0, 0].set(jnp.nan), y, likelihood="gaussian")
     with pytest.raises(ValueError, match="integer"):
-        la.laplace(params, x, y, likelihood="classification")
+        la.laplace(params, x, y, likelihood="categorical")
     with pytest.raises(ValueError, match="last layer|last-layer"):
-        la.laplace({"W": 1.0}, x, y, likelihood="regression", subset="last_layer")
-    post = la.laplace(params, x, y, likelihood="regression", activation="tanh")
+        la.laplace({"W": 1.0}, x, y, likelihood="gaussian", subset="last_layer")
+    post = la.laplace(params, x, y, likelihood="gaussian", activation="tanh")
     with pytest.raises(ValueError, match="num_samples"):
         post.sample(KEY, 0)
     with pytest.raises(ValueError, match="method"):
         la.linearised_predictive(
-            la.laplace(params, x, jnp.zeros(12, int), likelihood="classification",
+            la.laplace(params, x, jnp.zeros(12, int), likelihood="categorical",
                        activation="tanh"),  # fmt: skip
             x, method="exact",
         )  # fmt: skip
     with pytest.raises(ValueError, match="lower"):
         la.optimise_prior_precision(post, lower=10.0, upper=1.0)
     with pytest.raises(ValueError, match="num_steps"):
-        la.train_map(params, x, y, likelihood="regression", num_steps=0)
+        la.train_map(params, x, y, likelihood="gaussian", num_steps=0)

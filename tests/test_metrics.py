@@ -133,3 +133,28 @@ def test_dip_test_separates_unimodal_from_bimodal():
 def test_dip_test_rejects_bad_samples(samples, message):
     with pytest.raises(ValueError, match=message):
         metrics.dip_test(samples)
+
+
+def test_pointwise_lppd_and_its_float64_twin_match_scipy():
+    rng = np.random.default_rng(4)
+    y = rng.normal(size=7)
+    mean = rng.normal(size=(2, 3, 7))
+    scale = np.exp(rng.normal(size=(2, 3, 1)) * 0.3)
+    expected = np.log(stats.norm.pdf(y, mean, scale).reshape(-1, 7).mean(0))
+    np.testing.assert_allclose(metrics.pointwise_lppd64(y, mean, scale), expected, atol=1e-12)
+    np.testing.assert_allclose(metrics.pointwise_lppd(y, mean, scale), expected, atol=1e-4)
+    assert float(metrics.lppd(y, mean, scale)) == pytest.approx(expected.mean(), abs=1e-4)
+
+
+def test_log_mean_exp_is_stable():
+    a = np.array([[-1000.0, 0.0], [-1000.0, np.log(3.0)]])
+    np.testing.assert_allclose(metrics.log_mean_exp(a, axis=0), [-1000.0, np.log(2.0)])
+    np.testing.assert_allclose(metrics.log_mean_exp(a, axis=1), metrics.log_mean_exp(a.T))
+
+
+@pytest.mark.parametrize("scale", [0.0, -1.0, np.nan])
+def test_pointwise_lppd64_rejects_bad_scales(scale):
+    with pytest.raises(ValueError, match="positive"):
+        metrics.pointwise_lppd64(np.zeros(2), np.zeros(2), scale)
+    with pytest.raises(ValueError, match="must end in"):
+        metrics.pointwise_lppd64(np.zeros(2), np.zeros(3), 1.0)

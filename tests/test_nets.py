@@ -189,3 +189,26 @@ def test_symmetries_of_bias_free_mlp_keep_function():
     for new in (permuted, rescaled):
         assert all(set(layer) == {"W"} for layer in new)
         np.testing.assert_allclose(nets.mlp_apply(new, x), f, rtol=1e-5, atol=1e-6)
+
+
+def test_glorot_scheme_draws_kernels_and_zero_biases():
+    layers = nets.mlp_init(jax.random.PRNGKey(0), (300, 200, 1), scheme="glorot")
+    assert float(jnp.abs(layers[0]["b"]).max()) == 0.0 and layers[1]["b"].shape == (1,)
+    np.testing.assert_allclose(float(jnp.std(layers[0]["W"])), (2 / 500) ** 0.5, rtol=0.02)
+    no_bias = nets.mlp_init(jax.random.PRNGKey(0), (3, 2), scheme="glorot", bias=False)
+    assert set(no_bias[0]) == {"W"}
+    with pytest.raises(ValueError, match="scheme must be one of"):
+        nets.mlp_init(jax.random.PRNGKey(0), (3, 2), scheme="xavier")
+
+
+def test_sites_names_the_model_sites():
+    layers = nets.mlp_init(jax.random.PRNGKey(0), (3, 4, 1))
+    named = nets.sites(layers)
+    assert sorted(named) == ["W0", "W1", "b0", "b1"] and named["W1"].shape == (4, 1)
+
+
+@pytest.mark.parametrize(("scheme", "variance"), [("fan_in", 1 / 400), ("he", 2 / 400)])
+def test_fan_in_and_he_schemes_scale_by_the_fan_in(scheme, variance):
+    layers = nets.mlp_init(jax.random.PRNGKey(1), (400, 300, 2), scheme=scheme)
+    np.testing.assert_allclose(float(jnp.var(layers[0]["W"])), variance, rtol=0.02)
+    assert float(jnp.abs(layers[1]["b"]).max()) == 0.0

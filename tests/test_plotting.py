@@ -96,3 +96,17 @@ def test_use_style_gives_figures_an_image_in_a_kernel_under_mplbackend_agg(monke
         mimes = {mime.removeprefix("application/papermill.record/") for mime in output["data"]}
         assert "image/png" in mimes, f"a figure without an image: {output['data']}"
     assert not any("<Figure size" in o["text"] for o in streams)
+
+
+def test_chain_densities_one_curve_per_chain():
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    draws = np.random.default_rng(0).normal(size=(3, 100, 2))
+    fig, axes = plt.subplots(1, 2)
+    plotting.chain_densities(axes, draws, ["a", "b"])
+    assert [len(ax.lines) for ax in axes] == [3, 3] and axes[1].get_xlabel() == "b"
+    assert axes[0].lines[1].get_color() == plotting.OKABE_ITO[1]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="chains, draws, k"):
+        plotting.chain_densities(axes, draws[0], ["a", "b"])

@@ -1,6 +1,8 @@
-"""Tests of the run profiles: profile choice, chapter seeds and the settings object."""
+"""Tests of the run profiles: profile choice, chapter seeds, the settings files and objects."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
@@ -107,3 +109,91 @@ def test_versions_report_names_profile_seed_and_packages():
     assert "no-such-package-xyz not installed" in second
     with pytest.raises(ValueError, match="settings object"):
         profiles.versions_report(object())
+
+
+def test_settings_are_frozen_and_equal_per_call():
+    cfg = profiles.settings(CHAPTER, "quick")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.num_chains = 99
+    assert profiles.settings(CHAPTER, "quick").num_chains == 4
+    assert cfg == profiles.settings(CHAPTER, "quick") != profiles.settings(CHAPTER, "full")
+
+
+def test_as_dict_is_a_copy_with_the_same_values():
+    cfg = profiles.settings("03_symmetries", "quick")
+    values = cfg.as_dict()
+    assert values == vars(cfg) and values["profile"] == "quick"
+    values["seed"] = 1
+    values["counterexample"]["w1"] = 0.0
+    assert cfg.seed != 1 and cfg.counterexample["w1"] == 0.5
+    assert profiles.settings("03_symmetries", "quick").counterexample["w1"] == 0.5
+
+
+def test_toml_values_become_tuples_none_and_exact_types():
+    cfg = profiles.settings("03_symmetries", "full")
+    assert cfg.mlp_widths == ((3, 8, 8, 1), (2, 16, 16, 16, 2))
+    assert type(cfg.mlp_widths) is tuple and type(cfg.mlp_widths[0]) is tuple
+    assert type(cfg.n_max) is int and type(cfg.sigma) is float
+    assert profiles.settings("02_convexified_relu", "full").n_max is None
+    assert profiles.settings("02_convexified_relu", "quick").n_max == 400
+
+
+def test_profile_value_replaces_common_value():
+    spec = profiles.chapters()["08_benchmarks"]
+    assert profiles.settings("08_benchmarks", "quick").datasets == spec["quick"]["datasets"]
+    assert profiles.settings("08_benchmarks", "full").datasets == spec["common"]["datasets"]
+
+
+@pytest.mark.parametrize("chapter", sorted(profiles.chapters()))
+def test_every_chapter_has_the_same_fields_in_both_profiles(chapter):
+    quick, full = (profiles.settings(chapter, name) for name in profiles.PROFILES)
+    assert type(quick) is type(full)
+    assert isinstance(quick, profiles.Settings)
+
+
+GOOD = """
+seed = 7
+[common]
+a = 1
+[quick]
+b = [1, [2, 3]]
+c = "none"
+[full]
+b = []
+c = 2
+"""
+
+
+def test_parse_spec_reads_a_good_file():
+    spec = profiles.parse_spec(GOOD, "x.toml")
+    assert spec["seed"] == 7
+    assert dict(spec["quick"]) == {"b": (1, (2, 3)), "c": None}
+    assert dict(spec["full"]) == {"b": (), "c": 2}
+    with pytest.raises(TypeError):
+        spec["quick"]["b"] = 1
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (GOOD + "[fast]\nb = 1\n", r"x.toml: unknown key 'fast'"),
+        (GOOD.replace("seed = 7", "seed = 7\nnum_chains = 1"), r"unknown key 'num_chains'"),
+        (GOOD.replace("c = 2", "c = 2\nnum_chain = 4"), r"'num_chain' of \[full\] .*\[quick\]"),
+        (GOOD.replace('c = "none"', "d = 1"), r"'d' of \[quick\] is in neither \[common\]"),
+        (GOOD.replace("seed = 7", "seed = -1"), "seed must be a non-negative integer"),
+        (GOOD.replace("seed = 7", 'seed = "7"'), "seed must be a non-negative integer"),
+        (GOOD.replace("seed = 7\n", ""), "seed must be a non-negative integer"),
+        (GOOD.replace("a = 1", "seed = 1"), r"\[common\] must be a table of setting names"),
+        (GOOD.replace("a = 1", "num-chains = 1"), r"found 'num-chains'"),
+        (GOOD.replace("a = 1", "a = "), "x.toml: not valid TOML"),
+    ],
+)
+def test_parse_spec_rejects_bad_files(text, message):
+    with pytest.raises(ValueError, match=message):
+        profiles.parse_spec(text, "x.toml")
+
+
+def test_parse_spec_rejects_a_profile_that_is_not_a_table():
+    text = "seed = 1\nquick = 3\n[full]\n"
+    with pytest.raises(ValueError, match=r"\[quick\] must be a table.*found 3"):
+        profiles.parse_spec(text, "x.toml")

@@ -18,7 +18,7 @@ def test_results_dir_is_in_the_checkout():
     assert (results.results_dir().parent / "_toc.yml").is_file()
 
 
-def test_plain_converts_arrays_and_scalars():
+def test_plain_is_the_exact_json_conversion():
     tree = {"a": np.arange(3), "b": (np.float32(1.5), jnp.ones(2)), 3: float("nan")}
     out = results.plain(tree)
     assert out["a"] == [0, 1, 2] and out["b"] == [1.5, [1.0, 1.0]]

@@ -1,4 +1,4 @@
-"""Tests of symmetrised mean-field VI ([SYM]): the group, log q_G, I(g; ω), Î_K, the ELBO."""
+"""Tests of symmetrised mean-field VI ([SYM]): log q_G, I(g; ω), Î_K, the ELBO and the fit."""
 
 from __future__ import annotations
 
@@ -7,10 +7,13 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro
 import pytest
+from numpyro.infer import TraceMeanField_ELBO
 
 from bnn_posteriors import nets
-from bnn_posteriors.inference import mean_field as mf
+from bnn_posteriors.inference import mean_field_family as mf
+from bnn_posteriors.inference import permutations, vi
 from bnn_posteriors.inference import symmetrised as sym
 
 WIDTHS = (2, 3, 1)
@@ -35,62 +38,34 @@ def symmetric_q(widths=WIDTHS):
 
 def toy_data(n=12):
     rng = np.random.default_rng(0)
-    x = rng.uniform(-2, 2, size=(n, WIDTHS[0]))
-    return x, np.sin(x[:, 0]) + 0.1 * rng.normal(size=n)
-
-
-def test_group_enumeration():
-    group = sym.permutation_group(4)
-    assert group.shape == (24, 4)
-    np.testing.assert_array_equal(group[0], np.arange(4))
-    assert len({tuple(p) for p in group}) == 24
-    assert sym.group_size((3, 4, 5, 2)) == math.factorial(4) * math.factorial(5)
-    with pytest.raises(ValueError, match="exceed"):
-        sym.permutation_group(9)
-
-
-def test_permute_params_matches_nets():
-    params = nets.mlp_init(jax.random.key(3), (2, 4, 3))
-    perms = sym.random_permutations(jax.random.key(4), 4, 5)
-    batched = sym.permute_params(params, perms)
-    for i, perm in enumerate(np.asarray(perms)):
-        expected = nets.permute_hidden(params, 0, perm)
-        for got, want in zip(batched, expected, strict=True):
-            for k in want:
-                np.testing.assert_allclose(got[k][i], want[k])
-
-
-def test_permutation_orbit_matches_nets():
-    params = nets.mlp_init(jax.random.key(2), (2, 3, 2, 1))
-    orbit = sym.permutation_orbit(params)
-    assert orbit[0]["W"].shape == (12, 2, 3)
-    copies = [
-        nets.permute_hidden(nets.permute_hidden(params, 0, p0), 1, p1)
-        for p0 in sym.permutation_group(3)
-        for p1 in sym.permutation_group(2)
-    ]
-    for i, want in enumerate(copies):
-        for got_layer, want_layer in zip(orbit, want, strict=True):
-            for k in want_layer:
-                np.testing.assert_allclose(got_layer[k][i], want_layer[k])
-
-
-def test_log_permanent_matches_enumeration():
-    L = 2.0 * jax.random.normal(jax.random.key(0), (5, 5))
-    group = sym.permutation_group(5)
-    brute = jax.scipy.special.logsumexp(jnp.sum(L[jnp.arange(5)[None], group], axis=1))
-    np.testing.assert_allclose(sym.log_permanent(L), brute, rtol=1e-6)
+    x = rng.uniform(-2, 2, size=(n, WIDTHS[0])).astype(np.float32)
+    return x, (np.sin(x[:, 0]) + 0.1 * rng.normal(size=n)).astype(np.float32)
 
 
 def test_log_q_symmetrised_two_ways():
     q = make_q()
     w = jax.tree.map(lambda v: v[0], mf.sample_mean_field(jax.random.key(1), q, 1))
-    group = sym.permutation_group(3)
+    group = permutations.permutation_group(3)
     direct = jnp.log(
         jnp.mean(jnp.stack([jnp.exp(mf.log_q(q, nets.permute_hidden(w, 0, g))) for g in group]))
     )
     np.testing.assert_allclose(sym.log_q_symmetrised(q, w), direct, rtol=1e-5)
     np.testing.assert_allclose(sym.log_q_symmetrised(q, w, group), direct, rtol=1e-5)
+
+
+def test_sample_symmetrised_permutes_the_draws_of_q():
+    q = make_q()
+    key = jax.random.key(4)
+    base = mf.sample_mean_field(jax.random.split(key)[0], q, 50)
+    moved = sym.sample_symmetrised(key, q, 50)
+    for i in range(50):
+        one = jax.tree.map(lambda v, i=i: v[i], base)
+        out = jax.tree.map(lambda v, i=i: v[i], moved)
+        # the same function: g permutes hidden units only
+        np.testing.assert_allclose(
+            nets.mlp_apply(one, np.ones((1, 2))), nets.mlp_apply(out, np.ones((1, 2))), rtol=1e-5
+        )
+    assert not np.allclose(base[1]["W"], moved[1]["W"])
 
 
 def test_mi_zero_for_symmetric_q():
@@ -146,6 +121,32 @@ def test_elbo_identity():
     assert abs(gap - float(mi)) < 4 * se
 
 
+def test_mi_term_exact_and_infonce():
+    q = make_q(spread=1.0, scale=0.6)
+    exact = sym.mutual_information(jax.random.key(0), q, 4000)[0]
+    assert float(sym.mi_term(jax.random.key(1), q, 4000)) == pytest.approx(float(exact), abs=0.05)
+    bound = sym.mi_term(jax.random.key(1), q, 4000, num_perms=4)
+    assert float(bound) <= math.log(4) + 1e-6 and float(bound) < float(exact) + 0.05
+    grad = jax.grad(lambda q: sym.mi_term(jax.random.key(2), q, 8))(q)
+    assert all(bool(jnp.all(jnp.isfinite(g))) for g in jax.tree.leaves(grad))
+
+
+def test_symmetrised_elbo_is_the_mean_field_elbo_minus_lambda_i():
+    x, y = toy_data()
+    q = make_q(spread=0.8, scale=0.4)
+    model = mf.mlp_model("gaussian")
+    kwargs = mf.mlp_model_kwargs(x, y, widths=WIDTHS, noise=0.3)
+    guide = vi.mean_field_guide(model, init_loc=nets.sites(q["loc"]), scale_transform="exp")
+    numpyro.handlers.seed(guide, rng_seed=0)(**kwargs)  # build the prototype before the ELBOs
+    params, key = mf.to_guide_params(q), jax.random.key(7)
+    k_elbo, k_mi = jax.random.split(key)
+    plain = TraceMeanField_ELBO(num_particles=3).loss(k_elbo, params, model, guide, **kwargs)
+    mi = sym.mi_term(k_mi, q, 3)
+    for lam in (0.0, 1.0, 2.5):
+        got = sym.SymmetrisedELBO(lam, num_particles=3).loss(key, params, model, guide, **kwargs)
+        np.testing.assert_allclose(got, plain - lam * mi, rtol=1e-5)
+
+
 def test_fit_symmetrised_raises_mi():
     x, y = toy_data(20)
     keys = jnp.stack([jax.random.key_data(jax.random.key(0))] * 2)
@@ -154,21 +155,38 @@ def test_fit_symmetrised_raises_mi():
         learning_rate=0.02, num_particles=2,
     )  # fmt: skip
     assert losses.shape == (2, 300) and bool(jnp.all(jnp.isfinite(losses)))
+    assert q["loc"][0]["W"].shape == (2, *WIDTHS[:2]) and set(q) == {"loc", "log_scale"}
     assert float(losses[0, -20:].mean()) < float(losses[0, :20].mean())
     runs = [jax.tree.map(lambda v, r=r: v[r], q) for r in range(2)]
     mis = [float(sym.mutual_information(jax.random.key(1), run, 500)[0]) for run in runs]
     assert mis[1] >= mis[0] - 0.05
 
 
+def test_fit_starts_from_init_mean_field():
+    """One step of tiny size leaves q at the start of :func:`mf.init_mean_field`."""
+    x, y = toy_data()
+    key = jax.random.key(3)
+    keys = jax.random.key_data(key)[None]
+    q, _ = sym.fit_mean_field(keys, x, y, jnp.zeros(1), widths=WIDTHS, num_steps=1,
+                              learning_rate=1e-9, init_scale=0.2, noise=0.3)  # fmt: skip
+    start = mf.init_mean_field(jax.random.split(key)[0], WIDTHS, init_scale=0.2)
+    for got, want in zip(jax.tree.leaves(q), jax.tree.leaves(start), strict=True):
+        np.testing.assert_allclose(got[0], want, atol=1e-6)
+
+
+def test_fit_categorical_runs():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(16, 2)).astype(np.float32)
+    y = rng.integers(0, 3, size=16)
+    keys = jnp.stack([jax.random.key_data(jax.random.key(0))] * 2)
+    q, losses = sym.fit_mean_field(keys, x, y, jnp.array([0.0, 1.0]), widths=(2, 3, 3),
+                                   num_steps=20, likelihood="categorical", num_perms=4)  # fmt: skip
+    assert q["loc"][1]["W"].shape == (2, 3, 3) and bool(jnp.all(jnp.isfinite(losses)))
+
+
 def test_input_validation():
     q = make_q()
     x, y = toy_data()
-    with pytest.raises(ValueError, match="width"):
-        sym.permutation_group(0)
-    with pytest.raises(ValueError, match="perms"):
-        sym.permute_params(q["loc"], jnp.zeros((2, 5), dtype=jnp.int32))
-    with pytest.raises(ValueError, match="hidden layer"):
-        sym.permute_params(q["loc"], jnp.zeros((2, 3), dtype=jnp.int32), layer=1)
     with pytest.raises(ValueError, match="num_perms"):
         sym.infonce_bound(jax.random.key(0), q, 0)
     with pytest.raises(ValueError, match="'loc' and 'log_scale'"):
@@ -178,12 +196,6 @@ def test_input_validation():
         sym.mutual_information(jax.random.key(0), deep)
     with pytest.raises(ValueError, match="increasing"):
         sym.infonce_curve(jax.random.key(0), q, (4, 2))
-    with pytest.raises(ValueError, match="no hidden layer"):
-        sym.permutation_orbit(q["loc"][:1])
-    with pytest.raises(ValueError, match="square"):
-        sym.log_permanent(jnp.zeros((2, 3)))
-    with pytest.raises(ValueError, match="likelihood"):
-        mf.log_likelihood(q["loc"], x, y, likelihood="poisson")
     with pytest.raises(ValueError, match=r"elbo_samples: x must have shape \(n, d\)"):
         sym.elbo_samples(jax.random.key(0), q, x[:, 0], y, 10)
     keys = jnp.stack([jax.random.key_data(jax.random.key(0))])
@@ -195,3 +207,7 @@ def test_input_validation():
         sym.fit_mean_field(keys, x, y, jnp.ones(2), widths=WIDTHS)
     with pytest.raises(ValueError, match="one hidden layer"):
         sym.fit_mean_field(keys, x, y, jnp.ones(1), widths=(2, 3, 3, 1))
+    with pytest.raises(ValueError, match="likelihood"):
+        sym.fit_mean_field(keys, x, y, jnp.ones(1), widths=WIDTHS, likelihood="poisson")
+    with pytest.raises(ValueError, match="fit_mean_field: noise"):
+        sym.fit_mean_field(keys, x, y, jnp.ones(1), widths=WIDTHS, noise=0.0)

@@ -336,3 +336,41 @@ def test_distant_scaling_scalar_c_broadcasts():
 def test_distant_scaling_errors(shape, layer, c, match):
     with pytest.raises(ValueError, match=match):
         symmetry.distant_scaling_gap(np.ones(shape), c, layer)
+
+
+def test_output_change_and_mlp_symmetry_changes():
+    import jax
+
+    params = nets.mlp_init(jax.random.key(0), (2, 4, 1))
+    x = np.random.default_rng(0).normal(size=(8, 2))
+    assert symmetry.output_change(params, params, "relu", x) == 0.0
+    changes = symmetry.mlp_symmetry_changes(jax.random.key(1), [(2, 4, 3, 1)], 2, num_inputs=16)
+    assert list(changes) == [
+        (a, op) for a in ("relu", "tanh") for op in ("permutation", "rescaling", "sign flip")
+    ]
+    assert all(len(v) == 4 for v in changes.values())  # 2 networks x 2 hidden layers
+    for key in [
+        ("relu", "permutation"),
+        ("tanh", "permutation"),
+        ("relu", "rescaling"),
+        ("tanh", "sign flip"),
+    ]:
+        assert max(changes[key]) < 1e-10
+    assert min(changes["relu", "sign flip"]) > 1e-3
+
+
+def test_pairwise_root_checks_find_the_two_roots():
+    ok, away = symmetry.pairwise_root_checks([(0.5, 2.0), (-1.5, 1.0)], GRID, KINDS)
+    assert ok == [True] * 4 and min(away) > 0
+
+
+def test_distant_scaling_draws_are_invariant():
+    import jax
+
+    gaps = symmetry.distant_scaling_draws(jax.random.key(0), 20, depth=6)
+    assert len(gaps) == 20 and max(gaps) < 1e-12
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_norm_swap_deviation_is_zero(kind):
+    assert symmetry.norm_swap_deviation(np.array([0.5, 0.9]), 0.8, GRID, kind) < 1e-12

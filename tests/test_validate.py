@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bnn_posteriors import models, nets, validate
-from bnn_posteriors.inference import ensembles, laplace, mcmc, mfvi, mile, vi
+from bnn_posteriors.inference import ensembles, laplace, mcmc, mile, vi
 
 KEY = jax.random.key(0)
 
@@ -104,7 +104,7 @@ def test_check_xy_features_targets_and_labels():
     labels = np.array([0, 2, 1, 0])
     assert validate.check_xy(x, labels, where="f", likelihood="categorical")[1] is labels
     with pytest.raises(ValueError, match="f: class labels y must be integers ≥ 0, got dtype"):
-        validate.check_xy(x, labels.astype(float), where="f", likelihood="classification")
+        validate.check_xy(x, labels.astype(float), where="f", likelihood="categorical")
     with pytest.raises(ValueError, match="f: class labels y must be integers ≥ 0, got -1"):
         validate.check_xy(x, labels - 1, where="f", likelihood="categorical")
     with pytest.raises(ValueError, match="likelihood must be one of"):
@@ -179,22 +179,22 @@ def _regression(n=6, widths=(2, 3, 1)):
 def test_laplace_entry_points():
     x, y, params = _regression()
     with pytest.raises(ValueError, match="laplace: x has 6 rows but y has 5"):
-        laplace.laplace(params, x, y[:5], likelihood="regression")
+        laplace.laplace(params, x, y[:5], likelihood="gaussian")
     with pytest.raises(ValueError, match="laplace: class labels y must be integers ≥ 0, got -1"):
-        laplace.laplace(params, x, np.array([0, 1, -1, 0, 1, 0]), likelihood="classification")
+        laplace.laplace(params, x, np.array([0, 1, -1, 0, 1, 0]), likelihood="categorical")
     with pytest.raises(ValueError, match="train_map: prior_precision must be a positive number"):
-        laplace.train_map(params, x, y, likelihood="regression", prior_precision=0.0)
+        laplace.train_map(params, x, y, likelihood="gaussian", prior_precision=0.0)
     with pytest.raises(ValueError, match="train_map: num_steps must be a positive integer"):
-        laplace.train_map(params, x, y, likelihood="regression", num_steps=0)
+        laplace.train_map(params, x, y, likelihood="gaussian", num_steps=0)
     x[0, 1] = np.nan
     with pytest.raises(ValueError, match="train_map: x contains 1 NaN values"):
-        laplace.train_map(params, x, y, likelihood="regression")
+        laplace.train_map(params, x, y, likelihood="gaussian")
 
 
 @pytest.mark.parametrize("subset", ["full", "last_layer"])
 def test_linearised_predictive_checks_the_feature_count(subset):
     x, y, params = _regression()
-    post = laplace.laplace(params, x, y, likelihood="regression", subset=subset)
+    post = laplace.laplace(params, x, y, likelihood="gaussian", subset=subset)
     message = r"^linearised_predictive: x has 3 columns \(features\), expected 2$"
     with pytest.raises(ValueError, match=message):
         laplace.linearised_predictive(post, np.ones((4, 3)))
@@ -211,8 +211,8 @@ def test_ensembles_and_mfvi_reject_bad_data():
         )
     with pytest.raises(ValueError, match="train_ensemble: noise must be a positive number"):
         ensembles.train_ensemble(KEY, x, y, x, y, widths=(2, 4, 1), n_members=1, noise=0.0)
-    with pytest.raises(ValueError, match="fit_mfvi_regression: prior_scale must be a positive"):
-        mfvi.fit_mfvi_regression(KEY, x, y, widths=(2, 1), prior_scale=-1.0)
+    with pytest.raises(ValueError, match="fit_mfvi: prior_scale must be a positive"):
+        vi.fit_mfvi(KEY, models.mlp_regression, dict(x=x, y=y, widths=(2, 1), prior_scale=-1.0))
 
 
 def test_run_bde_rejects_bad_data():

@@ -3,12 +3,22 @@
 A long run (training the members of an ensemble, tuning and sampling each chain, one
 cell of a benchmark table) is split into *units*. :func:`cached` returns a unit's
 result from disk when the same unit — same name, same inputs (``parts``: data,
-configuration, seeds) and same code of this package — was computed before, and
-computes and stores it otherwise. An interrupted run therefore restarts where it
+configuration, seeds) and same ``version`` of its computation — was computed before,
+and computes and stores it otherwise. An interrupted run therefore restarts where it
 stopped. A result is a nested ``dict``/``list``/``tuple`` of arrays and plain
 scalars; it is written atomically as ``.npz`` next to a ``.sha256`` file, and a
 file whose checksum does not match (a corrupt or half-written file) is computed
 again.
+
+The version rule: **bump the version when the computation changes.** The caller
+names its computation with a short string (``version="mile-1"``) and the author
+bumps it (``"mile-2"``) whenever an edit can change the unit's result: its numerics,
+its random keys, the order of its operations, or anything it calls that does (the
+model's log density, the sampler). Edits that cannot change a result (docstrings,
+comments, renames, other modules) keep the version, so they keep every finished
+unit. A caller that names no version (``version=None``) falls back to
+:func:`code_version`, the SHA of the whole package's source: always safe, but any
+edit of the package recomputes its units.
 
 The cache lives in ``$BNN_CACHE_DIR`` if set, else in ``_build/cache`` of the
 repository (or ``~/.cache/bnn_posteriors`` outside a checkout).
@@ -51,7 +61,7 @@ def cache_dir() -> Path:
 
 @_memoize
 def code_version() -> str:
-    """SHA-256 (first 16 hex digits) of this package's Python sources."""
+    """SHA-256 (first 16 hex digits) of this package's Python sources (the fallback version)."""
     digest = hashlib.sha256()
     for path in sorted(_PACKAGE_DIR.rglob("*.py")):
         digest.update(path.relative_to(_PACKAGE_DIR).as_posix().encode())
@@ -82,14 +92,37 @@ def fingerprint(value: Any) -> Any:
     )
 
 
-def unit_key(name: str, parts: dict) -> str:
-    """Key of the unit ``name`` with inputs ``parts`` under the current code version."""
+def computation_version(version: str | None) -> str:
+    """The version a unit key is made with: ``version`` itself, or the package SHA if None.
+
+    A declared version is tagged ``"v:"`` and the fallback ``"code:"``, so the two can
+    never collide. ``ValueError`` for an empty or blank string, ``TypeError`` for a
+    non-string.
+    """
+    if version is None:
+        return f"code:{code_version()}"
+    if not isinstance(version, str):
+        raise TypeError(
+            f"version must be a string such as 'mile-1' (or None), got {type(version).__name__}"
+        )
+    if not version.strip():
+        raise ValueError("version must be a non-empty string such as 'mile-1'")
+    return f"v:{version}"
+
+
+def unit_key(name: str, parts: dict, version: str | None = None) -> str:
+    """Key of the unit ``name`` with inputs ``parts`` and computation ``version``.
+
+    ``version``: the caller's version of the computation (bump it when the numerics
+    change); None keys on :func:`code_version` instead (see the module docstring).
+    """
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(f"unit name must be letters, digits, '_', '.', '-' only, got {name!r}")
     if not isinstance(parts, dict):
         raise TypeError(f"parts must be a dict of the unit's inputs, got {type(parts).__name__}")
     payload = json.dumps(
-        {"name": name, "parts": fingerprint(parts), "code": code_version()}, sort_keys=True
+        {"name": name, "parts": fingerprint(parts), "version": computation_version(version)},
+        sort_keys=True,
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
 
@@ -157,15 +190,19 @@ def load(path: Path | str) -> Any:
     return _decode(json.loads(str(arrays.pop("__tree__"))), arrays)
 
 
-def unit_path(name: str, parts: dict, directory: Path | str | None = None) -> Path:
-    """Where the unit ``name`` with inputs ``parts`` is (or would be) stored."""
+def unit_path(
+    name: str, parts: dict, directory: Path | str | None = None, *, version: str | None = None
+) -> Path:
+    """Where the unit ``name`` with inputs ``parts`` and ``version`` is (or would be) stored."""
     root = Path(directory) if directory is not None else cache_dir()
-    return root / name / f"{unit_key(name, parts)}.npz"
+    return root / name / f"{unit_key(name, parts, version)}.npz"
 
 
-def is_cached(name: str, parts: dict, directory: Path | str | None = None) -> bool:
+def is_cached(
+    name: str, parts: dict, directory: Path | str | None = None, *, version: str | None = None
+) -> bool:
     """Whether a readable result of the unit is on disk (checksum verified)."""
-    path = unit_path(name, parts, directory)
+    path = unit_path(name, parts, directory, version=version)
     if not path.exists():
         return False
     try:
@@ -180,15 +217,19 @@ def cached(
     parts: dict,
     compute: Callable[[], Any],
     directory: Path | str | None = None,
+    *,
+    version: str | None = None,
 ) -> Any:
     """The result of ``compute()`` for the unit ``name`` with inputs ``parts``, cached on disk.
 
     Returns the stored result when a verified one exists; otherwise computes, stores
     and returns it (read back from disk, so both paths give the same types).
+    ``version``: the version of the computation, bumped by its author when its numerics
+    change (e.g. ``"mile-1"``); None keys on the whole package's source instead.
     """
     if not callable(compute):
         raise TypeError("compute must be a callable without arguments")
-    path = unit_path(name, parts, directory)
+    path = unit_path(name, parts, directory, version=version)
     if path.exists():
         try:
             return load(path)

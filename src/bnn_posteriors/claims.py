@@ -13,43 +13,24 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
-import importlib.metadata
 import importlib.resources
 import json
-import math
 import os
 import platform
-import subprocess
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from bnn_posteriors import profiles
+from bnn_posteriors import claim_rules, profiles, provenance
+from bnn_posteriors.claim_rules import margin  # noqa: F401 (re-exported: the sweep calls it)
+from bnn_posteriors.provenance import repo_root  # re-exported: chapters import it from here
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 NOT_YET_RUN = "not yet run"
 STATUSES = (REPRODUCED, NOT_REPRODUCED)
 
-RULES = (
-    "approx",
-    "greater",
-    "less",
-    "non-increasing",
-    "non-decreasing",
-    "increasing",
-    "decreasing",
-    "true",
-)
-_MONOTONE = {
-    "non-increasing": (np.less_equal, "≤"),
-    "non-decreasing": (np.greater_equal, "≥"),
-    "increasing": (np.greater, ">"),
-    "decreasing": (np.less, "<"),
-}
 _SIGNIFICANT = 6  # significant digits of the floats stored in a record
 
 
@@ -106,18 +87,6 @@ def chapter_of(claim_id: str) -> int:
 # --------------------------------------------------------------------------- locations
 
 
-def repo_root() -> Path | None:
-    """The book's root: the folder holding ``_toc.yml`` above the package or the cwd."""
-    package_root = Path(__file__).resolve().parents[2]
-    if (package_root / "_toc.yml").is_file():
-        return package_root
-    cwd = Path.cwd().resolve()
-    for folder in (cwd, *cwd.parents):
-        if (folder / "_toc.yml").is_file():
-            return folder
-    return None
-
-
 def claims_dir() -> Path:
     """Where checks write: ``$BNN_CLAIMS_DIR``, else ``<root>/_build/claims``."""
     env = os.environ.get("BNN_CLAIMS_DIR", "").strip()
@@ -138,42 +107,6 @@ def record_path(claim_id: str, profile: str, directory: Path | None = None) -> P
     return base / profile / f"{chapter_of(claim_id):02d}.jsonl"
 
 
-# --------------------------------------------------------------------------- provenance
-
-
-def _git(root: Path, *args: str) -> str | None:
-    """Output of ``git -C root args`` (stripped), or None where git or the repository is missing."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
-@functools.cache
-def _git_commit(root: Path | None) -> str | None:
-    """Short hash of the repository's HEAD, with "+dirty" if tracked files were modified."""
-    head = _git(root, "rev-parse", "--short", "HEAD") if root is not None else None
-    if not head:
-        return None
-    # "+dirty": the run used tracked files that differ from the commit.
-    return head + ("+dirty" if _git(root, "status", "--porcelain", "--untracked-files=no") else "")
-
-
-@functools.cache
-def _versions() -> dict[str, str | None]:
-    def version(name: str) -> str | None:
-        try:
-            return importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            return None
-
-    names = ("jax", "numpyro", "blackjax")
-    return {**{name: version(name) for name in names}, "python": platform.python_version()}
-
-
 def _seed(seed: int | None, chapter: int) -> int | None:
     """The seed given, else the chapter's seed from ``profiles`` (honours ``$BNN_SEED``)."""
     if seed is not None:
@@ -190,161 +123,12 @@ def _seed(seed: int | None, chapter: int) -> int | None:
 
 def to_json(value: Any) -> Any:
     """Plain JSON-able Python: arrays → lists, floats to 6 significant digits, NaN → "NaN"."""
-    if value is None or isinstance(value, str | bool):
-        return value
-    if isinstance(value, dict):
-        return {str(key): to_json(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_json(item) for item in value]
-    array = np.asarray(value)
-    if array.dtype == object:
-        return to_json(array.tolist()) if array.ndim else str(value)
-    if array.ndim:
-        return [to_json(item) for item in array.tolist()]
-    item = array.item()
-    if isinstance(item, bool | int):
-        return item
-    if isinstance(item, complex):
-        return [_round(item.real), _round(item.imag)]
-    return _round(float(item))
-
-
-def _round(x: float) -> float | str:
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    return float(f"{x:.{_SIGNIFICANT}g}")
-
-
-def _numeric(value: Any, what: str) -> np.ndarray:
-    array = np.asarray(value)
-    if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
-        raise TypeError(f"{what} must be a number or an array of numbers, got {value!r}")
-    if array.size == 0:
-        raise ValueError(f"{what} is empty")
-    return array.astype(float)
-
-
-def _fmt(x: float) -> str:
-    return f"{x:.4g}"
-
-
-# --------------------------------------------------------------------------- rules
-
-
-def _validate(rule: str, expect: Any, tol: float | None, rtol: float | None) -> None:
-    if rule not in RULES:
-        raise ValueError(f"unknown rule {rule!r}; the rules are {', '.join(RULES)}")
-    if rule == "approx":
-        if expect is None:
-            raise ValueError("rule 'approx' needs expect=")
-        if tol is None and rtol is None:
-            raise ValueError("rule 'approx' needs tol= (absolute) or rtol= (relative)")
-    elif tol is not None or rtol is not None:
-        raise ValueError(f"tol/rtol apply to rule 'approx' only, not to {rule!r}")
-    if rule in ("greater", "less") and expect is None:
-        raise ValueError(f"rule {rule!r} needs expect= (the bound)")
-    if rule in (*_MONOTONE, "true") and expect is not None:
-        raise ValueError(f"rule {rule!r} takes no expect= (the rule is the expectation)")
-    for name, bound in (("tol", tol), ("rtol", rtol)):
-        if bound is not None and not (math.isfinite(bound) and bound >= 0):
-            raise ValueError(f"{name} must be a finite number ≥ 0, got {bound!r}")
-
-
-def _evaluate(rule: str, value: Any, expect: Any, tol: float | None, rtol: float | None):
-    """Whether ``value`` satisfies ``rule``, and a one-line message saying why (or why not)."""
-    if rule == "true":
-        array = np.asarray(value)
-        if array.dtype != np.bool_:
-            raise TypeError(f"rule 'true' needs a bool or an array of bools, got {value!r}")
-        if array.size == 0:
-            raise ValueError("value is empty")
-        false = np.flatnonzero(~array.ravel())
-        if false.size == 0:
-            return True, f"all {array.size} true" if array.ndim else "true"
-        return False, f"{false.size} of {array.size} false (first at flat index {false[0]})"
-
-    array = _numeric(value, "value")
-    if np.isnan(array).any():
-        return False, f"value contains NaN ({int(np.isnan(array).sum())} of {array.size})"
-
-    if rule in _MONOTONE:
-        return _monotone(rule, array)
-
-    bound = _numeric(expect, "expect")
-    if np.isnan(bound).any():
-        raise ValueError(f"expect contains NaN: {expect!r}")
-    try:
-        array, bound = np.broadcast_arrays(array, bound)
-    except ValueError:
-        raise ValueError(
-            f"value of shape {np.shape(array)} does not match expect of shape {np.shape(bound)}"
-        ) from None
-    if rule == "approx":
-        allowed = np.maximum(tol or 0.0, (rtol or 0.0) * np.abs(bound))
-        gap = np.abs(array - bound)
-        ok = gap <= allowed
-        worst = int(np.argmax(gap - allowed))
-        where = f" at index {np.unravel_index(worst, gap.shape)}" if gap.ndim else ""
-        sign = "≤" if ok.all() else ">"
-        detail = f"|value − expect| = {_fmt(gap.flat[worst])} {sign} {_fmt(allowed.flat[worst])}"
-        return bool(ok.all()), f"{'max ' if gap.ndim else ''}{detail}{where}"
-    op, sign = (np.greater, ">") if rule == "greater" else (np.less, "<")
-    ok = op(array, bound)
-    if ok.all():
-        return True, f"all {array.size} values {sign} bound" if array.ndim else "holds"
-    bad = int(np.flatnonzero(~ok.ravel())[0])
-    return False, (
-        f"{int((~ok).sum())} of {array.size} fail; value {_fmt(array.flat[bad])} is not "
-        f"{sign} {_fmt(bound.flat[bad])}" + (f" at flat index {bad}" if array.ndim else "")
-    )
-
-
-def margin(
-    rule: str, value: Any, expect: Any = None, tol: float | None = None, rtol: float | None = None
-) -> float | None:
-    """How far a check's value is inside (> 0) or outside (< 0) its bound, in its own units.
-
-    ``approx``: min of max(tol, rtol·|expect|) − |value − expect|; ``greater``/``less``: min of
-    value − bound / bound − value; the monotone rules: the smallest step in the required
-    direction. None for rule ``true`` (a boolean has no distance) and for values with NaN.
-    Elementwise checks report their worst element, so a margin ≤ 0 is a failed check
-    (a strict rule fails at 0).
-    """
-    if rule == "true":
-        return None
-    array = _numeric(value, "value")
-    if np.isnan(array).any():
-        return None
-    if rule in _MONOTONE:
-        steps = np.diff(array)
-        return float(np.min(-steps if rule in ("non-increasing", "decreasing") else steps))
-    bound = _numeric(expect, "expect")
-    array, bound = np.broadcast_arrays(array, bound)
-    if rule == "approx":
-        allowed = np.maximum(tol or 0.0, (rtol or 0.0) * np.abs(bound))
-        return float(np.min(allowed - np.abs(array - bound)))
-    return float(np.min(array - bound if rule == "greater" else bound - array))
+    return provenance.to_json(value, _SIGNIFICANT)
 
 
 def record_only() -> bool:
     """True when ``$BNN_CLAIMS_RECORD_ONLY`` is 1: checks record but never raise (the sweep)."""
     return os.environ.get("BNN_CLAIMS_RECORD_ONLY", "").strip() == "1"
-
-
-def _monotone(rule: str, array: np.ndarray) -> tuple[bool, str]:
-    if array.ndim != 1 or array.size < 2:
-        raise ValueError(f"rule {rule!r} needs a 1-D sequence of ≥ 2 values, got {array.shape}")
-    op, sign = _MONOTONE[rule]
-    ok = op(array[1:], array[:-1])
-    if ok.all():
-        return True, f"{rule} over {array.size} values"
-    i = int(np.flatnonzero(~ok)[0])
-    return False, (
-        f"not {rule}: {int((~ok).sum())} of {array.size - 1} steps fail, first "
-        f"value[{i + 1}] = {_fmt(array[i + 1])} is not {sign} value[{i}] = {_fmt(array[i])}"
-    )
 
 
 # --------------------------------------------------------------------------- check
@@ -387,8 +171,8 @@ def check(
     (the seed sweep) an unlocked status is recorded but not raised.
     """
     claim = _claim(claim_id)
-    _validate(rule, expect, tol, rtol)
-    reproduced, message = _evaluate(rule, value, expect, tol, rtol)
+    claim_rules.validate(rule, expect, tol, rtol)
+    reproduced, message = claim_rules.evaluate(rule, value, expect, tol, rtol)
     status = REPRODUCED if reproduced else NOT_REPRODUCED
     root = repo_root()
     record = {
@@ -408,10 +192,10 @@ def check(
         "locked": claim["locked"],
         "message": message,
         "note": note,
-        "time": _dt.datetime.now(_dt.UTC).isoformat(timespec="microseconds"),
-        "git_commit": _git_commit(root),
-        "host": f"{platform.node()}/{platform.machine()}",
-        "versions": dict(_versions()),
+        "time": provenance.now("microseconds"),
+        "git_commit": provenance.git_commit(root),
+        "host": provenance.host(),
+        "versions": dict(provenance.versions()),
     }
     record = Record(record)
     append_record(record)
@@ -503,7 +287,7 @@ def _short(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return _fmt(value)
+        return claim_rules.fmt(value)
     if isinstance(value, list):
         items = [_short(item) for item in value[:3]]
         return "[" + ", ".join(items) + (", …" if len(value) > 3 else "") + "]"

@@ -7,9 +7,15 @@ W1 (H, d) is ``params[0]["W"].T`` and w2 (H,) is ``params[1]["W"][:, 0]``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 from scipy import optimize
+
+from . import data, models, nets
+from .inference import mcmc
 
 
 def _two_layer(params) -> tuple[jnp.ndarray, jnp.ndarray]:
@@ -117,3 +123,165 @@ def match_units(reference, features) -> np.ndarray:
     cost = ((reference[:, None, :] - features[None, :, :]) ** 2).sum(-1)
     _, perm = optimize.linear_sum_assignment(cost)
     return perm
+
+
+def align_units(u) -> np.ndarray:
+    """``u`` (chains, draws, H, d) with every chain's units matched to the first chain's.
+
+    Chain c's units are permuted by :func:`match_units` of its mean u_i against chain 0's,
+    which undoes the relabelling between chains in permuted modes (Cor. E.2).
+    """
+    u = np.asarray(u)
+    if u.ndim != 4:
+        raise ValueError(f"u must be (chains, draws, H, d), got shape {u.shape}")
+    means = u.mean(axis=1)
+    perms = [match_units(means[0], means[c]) for c in range(u.shape[0])]
+    return np.stack([u[c][:, p] for c, p in enumerate(perms)])
+
+
+def lemma_gaps(rng_key, x, y, width: int, num_draws: int, sigma: float, tau: float) -> dict:
+    """Lemma E.1 on ``num_draws`` random bias-free nets of ``width`` hidden units.
+
+    Weights from :func:`nets.mlp_init`, multiplied by a common scale 10^U, U ~ U(−1, 0.5),
+    and unbalanced by a ratio 10^V, V ~ U(−1, 1) (W1 times, w2 divided). Per draw: ``gap``
+    f − g∘𝒦 (:func:`loss_f`, :func:`loss_g` at the net's own patterns), ``imbalance``,
+    ``gap_balanced`` after :func:`rebalance`, ``change_of_f`` (largest change of the outputs
+    by rebalancing) and ``f``; each (num_draws,). ``x`` (n, d), ``y`` (n,).
+    """
+    k_net, k_scale, k_ratio = jax.random.split(rng_key, 3)
+    nets_ = jax.vmap(lambda k: nets.mlp_init(k, (x.shape[1], width, 1), bias=False))(
+        jax.random.split(k_net, num_draws)
+    )
+    scale = 10.0 ** jax.random.uniform(k_scale, (num_draws, 1, 1), minval=-1.0, maxval=0.5)
+    ratio = 10.0 ** jax.random.uniform(k_ratio, (num_draws, 1, 1), minval=-1.0, maxval=1.0)
+    nets_ = [{"W": nets_[0]["W"] * scale * ratio}, {"W": nets_[1]["W"] * scale / ratio}]
+
+    def one(params):
+        u, patterns = group_hadamard(params), activation_patterns(params, x)
+        balanced = rebalance(params)
+        return {
+            "gap": loss_f(params, x, y, sigma, tau) - loss_g(u, patterns, x, y, sigma, tau),
+            "imbalance": imbalance(params, tau),
+            "gap_balanced": loss_f(balanced, x, y, sigma, tau)
+            - loss_g(u, patterns, x, y, sigma, tau),
+            "change_of_f": jnp.max(
+                jnp.abs(nets.mlp_apply(balanced, x) - nets.mlp_apply(params, x))
+            ),
+            "f": loss_f(params, x, y, sigma, tau),
+        }
+
+    return jax.jit(jax.vmap(one))(nets_)
+
+
+def lemma_check(
+    rng_key,
+    datasets: Sequence[str],
+    widths: Sequence[int],
+    num_draws: int,
+    *,
+    num_rows: int,
+    split_seed: int,
+    tau: float,
+    sigma: float = 1.0,
+) -> dict:
+    """:func:`lemma_gaps` on the first ``num_rows`` training rows of every data set × width.
+
+    At least ``num_draws`` draws in all, split evenly over the combinations (one key each,
+    from ``rng_key``), computed in double precision. Returns ``{(name, width): dict}`` of
+    NumPy arrays (the fields of :func:`lemma_gaps`).
+    """
+    combos = [(name, width) for name in datasets for width in widths]
+    per_combo = -(-num_draws // len(combos))  # ceil: at least num_draws in all
+    gaps = {}
+    with jax.enable_x64(True):
+        for (name, width), key in zip(combos, jax.random.split(rng_key, len(combos)), strict=True):
+            split = data.load_split(name, split_seed)
+            x = jnp.asarray(split.x_train[:num_rows])
+            y = jnp.asarray(split.y_train[:num_rows])
+            out = lemma_gaps(key, x, y, width, per_combo, sigma=sigma, tau=tau)
+            gaps[name, width] = {k: np.asarray(v) for k, v in out.items()}
+    return gaps
+
+
+def lemma_summary(gaps: dict) -> dict:
+    """Pool :func:`lemma_check` over its combinations: the numbers that C2.1 checks.
+
+    Returns the pooled ``gap``, ``imbalance``, ``gap_balanced`` (arrays), ``rel_identity``
+    = max |f − g − imbalance| / max(1, |f|), ``rel_balanced`` = max |f − g| / max(1, |f|)
+    after rebalancing, and ``max_change``, the largest change of the outputs by rebalancing.
+    """
+    pooled = {
+        k: np.concatenate([v[k] for v in gaps.values()])
+        for k in ("gap", "imbalance", "gap_balanced", "f")
+    }
+    scale = np.maximum(1.0, np.abs(pooled["f"]))
+    return {
+        "gap": pooled["gap"],
+        "imbalance": pooled["imbalance"],
+        "gap_balanced": pooled["gap_balanced"],
+        "rel_identity": np.max(np.abs(pooled["gap"] - pooled["imbalance"]) / scale),
+        "rel_balanced": np.max(np.abs(pooled["gap_balanced"]) / scale),
+        "max_change": max(float(v["change_of_f"].max()) for v in gaps.values()),
+    }
+
+
+def sample_posterior(
+    key_warm,
+    key_nuts,
+    x,
+    y,
+    width: int,
+    *,
+    prior_scale: float,
+    num_chains: int,
+    warm_steps: int,
+    warm_learning_rate: float,
+    num_warmup: int,
+    num_samples: int,
+    target_acceptance_rate: float,
+    max_tree_depth: int,
+) -> dict:
+    """NUTS on the bias-free two-layer ReLU regression net, warm-started ([SAP] App. D.2).
+
+    Every chain starts at its own MAP estimate (:func:`mcmc.warm_starts`) and runs NUTS
+    (:func:`mcmc.nuts`) on :func:`models.mlp_regression` with widths (d, ``width``, 1) and
+    log σ sampled. Returns ``u`` (chains, draws, H, d) (:func:`group_hadamard`), the paper's
+    ``W1`` (chains, draws, H, d) and ``w2`` (chains, draws, H), ``sigma`` (chains, draws),
+    the sampler's ``stats`` and the warm starts' final ``potential`` (chains,).
+    """
+    kwargs = {
+        "x": x,
+        "y": y,
+        "widths": (x.shape[1], width, 1),
+        "bias": False,
+        "prior_scale": prior_scale,
+    }
+    positions, potential = mcmc.warm_starts(
+        key_warm,
+        models.mlp_regression,
+        kwargs,
+        num_chains=num_chains,
+        num_steps=warm_steps,
+        learning_rate=warm_learning_rate,
+    )
+    samples, stats = mcmc.nuts(
+        key_nuts,
+        models.mlp_regression,
+        kwargs,
+        num_chains=num_chains,
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        init_positions=positions,
+        target_acceptance_rate=target_acceptance_rate,
+        max_num_doublings=max_tree_depth,
+    )
+    samples = jax.tree_util.tree_map(np.asarray, samples)
+    params = [{"W": samples["W0"]}, {"W": samples["W1"]}]  # (chains, draws, ...)
+    return {
+        "u": np.asarray(group_hadamard(params)),
+        "W1": np.swapaxes(samples["W0"], -1, -2),
+        "w2": samples["W1"][..., 0],
+        "sigma": np.exp(samples["log_sigma"]),
+        "stats": stats,
+        "potential": potential,
+    }

@@ -57,7 +57,7 @@ def laplace_flops(params, x, x_test, *, sigma: float, activation: str = "tanh") 
     size = theta.size
 
     def ggn(t):
-        return laplace._ggn_chunk(model_fn, t, jnp.asarray(x), sigma, "regression")
+        return laplace._ggn_chunk(model_fn, t, jnp.asarray(x), sigma, "gaussian")
 
     def predictive(t, vecs, vals):
         cov = (vecs / (vals + 1.0)) @ vecs.T
@@ -128,3 +128,42 @@ def _ae_update_flops(rank: int, latent_dim: int, hidden: tuple, batch: int, num_
         return metricbnn._train_ae(a, key, p, 1.0, 1.0, 1e-3, 1, batch, num_steps)
 
     return xla_flops(update, ae, paths)
+
+
+def flops_against_depth(
+    rng_keys,
+    x,
+    y,
+    x_test,
+    *,
+    depths,
+    width: int,
+    sigma: float,
+    prior_precision: float,
+    **budgets,
+):
+    """FLOPs of the LA and of MetricBNN on tanh MLPs of growing depth ([MBNN] Fig. 5, C6.8).
+
+    For each depth in ``depths`` (with its key of ``rng_keys``), an MLP 1 → width^depth → 1
+    (N(0, 1/fan_in) weights) on the regression data x, y (n, 1): :func:`laplace_flops`
+    and :func:`metricbnn_flops` with ``budgets`` (its keyword arguments) on ``x_test``.
+    Returns ``(rows, terms)``: rows ``{"depth", "P", "LA", "MetricBNN"}`` of lists (the
+    totals) and, per depth, the pair of term dicts.
+    """
+    if len(rng_keys) != len(depths):
+        raise ValueError(f"need one key per depth: {len(rng_keys)} keys, {len(depths)} depths")
+    tanh_net = functools.partial(nets.mlp_apply, activation_name="tanh")
+    rows, terms = {"depth": [], "P": [], "LA": [], "MetricBNN": []}, []
+    for key, depth in zip(rng_keys, depths, strict=True):
+        params = nets.mlp_init(key, (1, *([width] * depth), 1), scheme="fan_in")
+        theta, unravel = ravel_pytree(params)
+        loss = metricbnn.refinement_loss(unravel, tanh_net, x, y, likelihood="gaussian",
+                                         sigma=sigma, prior_precision=prior_precision)  # fmt: skip
+        la_terms = laplace_flops(params, x, x_test, sigma=sigma)
+        mb_terms = metricbnn_flops(loss, theta, tanh_net, unravel, x_test, **budgets)
+        rows["depth"].append(depth)
+        rows["P"].append(int(theta.size))
+        rows["LA"].append(sum(la_terms.values()))
+        rows["MetricBNN"].append(sum(mb_terms.values()))
+        terms.append((la_terms, mb_terms))
+    return rows, terms

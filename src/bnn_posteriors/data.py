@@ -1,26 +1,14 @@
-"""Registry, verified loading, splitting and standardisation of the book's data sets.
+"""Loading, splitting and standardisation of the book's data sets.
 
-The files are the authors' copies ([SAP] App. D), byte-identical to the pinned commits named in
-the ``PROVENANCE.md`` files of the book's shared data folder; every file is checked by sha256
-before it is used. Where a file is looked for (in this order):
-
-1. ``$BNN_POSTERIORS_DATA/<subdir>/<filename>``: a folder laid out like the book's shared data;
-2. the user cache ``$XDG_CACHE_HOME/bnn_posteriors/<subdir>/<filename>`` (default ``~/.cache``);
-3. a download from the pinned raw GitHub URL into that cache (verified, then renamed atomically).
-
-The download host can be replaced (tests, mirrors): ``dataset_path(name, base_url=...)`` or the
-environment variable ``BNN_POSTERIORS_DATA_URL``. Its value replaces ``https://raw.githubusercontent.com``
-and the rest of the path is kept, i.e. the file is fetched from
-``<base_url>/<owner>/<repo>/<commit>/data/<filename>``.
+Which files exist, where they come from and how each is verified (sha256) before use is
+:mod:`bnn_posteriors.data_fetch` (the registry ``datasets.toml``, the data folder
+``$BNN_POSTERIORS_DATA``, the user cache and the pinned download). This module parses the
+verified files as the authors' loaders do and cuts them into train/validation/test splits.
 """
 
 from __future__ import annotations
 
 import hashlib
-import http.client
-import os
-import tempfile
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,180 +16,62 @@ import jax
 import numpy as np
 
 from . import validate
-
-ENV_DATA = "BNN_POSTERIORS_DATA"
-ENV_URL = "BNN_POSTERIORS_DATA_URL"
-RAW_HOST = "https://raw.githubusercontent.com"
-DOWNLOAD_TIMEOUT_S = 30.0
-_SAP = (
-    f"{RAW_HOST}/EmanuelSommer/sampled-approx-posteriors/083ce1e72b76ab3c849587621dec9f63f46d314a"
+from .data_fetch import (  # re-exported: the registry and the locations of the files
+    ENV_DATA,
+    ENV_URL,
+    RAW_HOST,
+    DataIntegrityError,
+    DataNotFoundError,
+    DatasetInfo,
+    cache_dir,
+    dataset_files,
+    locate,
+    registry,
 )
-_MILE = f"{RAW_HOST}/EmanuelSommer/MILE/2c6dd8d170d991c5c2884153aa8a1e26297cbaca"
 
-
-class DataNotFoundError(FileNotFoundError):
-    """No verified copy of a data file was found locally and the download failed."""
-
-
-class DataIntegrityError(ValueError):
-    """A data file's sha256 differs from the registered one."""
-
-
-@dataclass(frozen=True)
-class DatasetInfo:
-    """One registered data file (values from the shared data's PROVENANCE.md)."""
-
-    name: str
-    subdir: str
-    filename: str
-    n_rows: int
-    n_cols: int  # features + target (the target is the last column)
-    sha256: str
-    url: str
-    task: str  # "regression" or "classification"
-
-
-def _entry(name, subdir, n_rows, n_cols, sha256, repo, task="regression"):
-    return DatasetInfo(
-        name, subdir, f"{name}.data", n_rows, n_cols, sha256, f"{repo}/data/{name}.data", task
-    )
-
-
-DATASETS: dict[str, DatasetInfo] = {
-    d.name: d
-    for d in (
-        _entry("airfoil", "uci", 1503, 6,
-               "3c5a45dcbb5f7cece50cb0163076b35421d80677cd0e773cfeddc5e5c38ed499", _SAP),
-        _entry("bikesharing", "uci", 17379, 13,
-               "48d3828986f1b06610a1a92441ddd58b3132a60d179a66611e43cde811036889", _SAP),
-        _entry("concrete", "uci", 1030, 9,
-               "3af4f47d2f36c0e26a6d5ca423252e8ba36e82e0886c75c61e67185c2475a7af", _SAP),
-        _entry("energy", "uci", 768, 9,
-               "2b67b85eb98de29bba675b95a2cfaf177bcf518500477bae5981c7a834a30acf", _SAP),
-        _entry("yacht", "uci", 308, 7,
-               "547880ac1116f554480d94e856d9230537b52d5907816ff12e52bb67f963d2ed", _MILE),
-        _entry("ionosphere", "uci", 351, 34,
-               "08038e4eadbe69f7eb4c1682062bf1a46af2525b15b81a08ee4b69fc48da4502", _MILE,
-               task="classification"),
-        _entry("synthetic_regression_1x", "synthetic", 1000, 2,
-               "d1bc645fc80b8ba086c6dd3fe388cf8244d80dca791a261c8af11a42d5fd6337", _SAP),
-    )
-}  # fmt: skip
+__all__ = [
+    "ENV_DATA", "ENV_URL", "RAW_HOST", "DataIntegrityError", "DataNotFoundError", "DatasetInfo",
+    "Split", "UCI_CLASSIFICATION", "cache_dir", "dataset_files", "dataset_info", "dataset_names",
+    "dataset_path", "load_banana", "load_dataset", "load_mnist_subset", "load_snelson",
+    "load_split", "load_uci_classification", "load_uci_classification_table",
+    "mnist_subset_hash", "split_indices",
+]  # fmt: skip
 
 
 def dataset_names() -> tuple[str, ...]:
     """Names of the registered data sets, in registry order."""
-    return tuple(DATASETS)
+    return tuple(registry())
 
 
 def dataset_info(name: str) -> DatasetInfo:
-    """Registry entry of ``name``; unknown names raise ``ValueError`` listing the known ones."""
-    try:
-        return DATASETS[name]
-    except (KeyError, TypeError):
-        known = ", ".join(DATASETS)
-        raise ValueError(f"unknown data set {name!r}; known data sets: {known}") from None
-
-
-def cache_dir() -> Path:
-    """The user cache folder ``$XDG_CACHE_HOME/bnn_posteriors`` (default ``~/.cache/...``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "bnn_posteriors"
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _verify(path: Path, info: DatasetInfo) -> Path:
-    found = _sha256(path)
-    if found != info.sha256:
-        raise DataIntegrityError(
-            f"{path} is not the verified {info.filename}: sha256 expected {info.sha256}, "
-            f"found {found}. Replace it with the file from {info.url} (or delete it)."
-        )
-    return path
-
-
-def _download(url: str, dest: Path, info: DatasetInfo) -> None:
-    """Fetch ``url`` to a temp file next to ``dest``, verify it, rename it atomically."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{info.filename}.", suffix=".part", dir=dest.parent)
-    try:
-        digest = hashlib.sha256()
-        with (
-            os.fdopen(fd, "wb") as out,
-            urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as r,
-        ):
-            while chunk := r.read(1 << 16):
-                digest.update(chunk)
-                out.write(chunk)
-        if digest.hexdigest() != info.sha256:
-            raise DataIntegrityError(
-                f"downloaded {info.filename} from {url} failed verification: sha256 expected "
-                f"{info.sha256}, found {digest.hexdigest()}; the file was deleted, nothing cached."
-            )
-        os.replace(tmp, dest)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    """The one file of a one-file data set; unknown names raise ``ValueError`` listing the
+    known ones, as does a set of several files (see :func:`dataset_files`)."""
+    files = dataset_files(name)
+    if len(files) != 1:
+        parts = ", ".join(f.part for f in files)
+        raise ValueError(f"data set {name!r} has {len(files)} files ({parts}); use its loader")
+    return files[0]
 
 
 def dataset_path(name: str, base_url: str | None = None) -> Path:
-    """Path of the verified file of data set ``name`` (see the module docstring for the order).
+    """Path of the verified file of one-file data set ``name`` (:func:`data_fetch.locate`).
 
     ``base_url`` (else ``$BNN_POSTERIORS_DATA_URL``) replaces ``https://raw.githubusercontent.com``
     in the registered URL. Raises ``DataIntegrityError`` (a ``ValueError``) for a file whose sha256
     differs and ``DataNotFoundError`` (a ``FileNotFoundError``) if no source has the file.
     """
-    return _locate(dataset_info(name), base_url)
-
-
-def _locate(info: DatasetInfo, base_url: str | None = None) -> Path:
-    """Verified local path of one registered file (see :func:`dataset_path`)."""
-    name = info.name
-    rel = Path(info.subdir, info.filename)
-    root = os.environ.get(ENV_DATA)
-    if root:
-        local = Path(root).expanduser() / rel
-        if local.is_file():
-            return _verify(local, info)
-        place1 = f"{local} (no such file)"
-    else:
-        place1 = f"{ENV_DATA} not set"
-    cached = cache_dir() / rel
-    if cached.is_file():
-        return _verify(cached, info)
-    base = base_url or os.environ.get(ENV_URL) or RAW_HOST
-    url = base.rstrip("/") + info.url.removeprefix(RAW_HOST)
-    try:
-        _download(url, cached, info)
-    except DataIntegrityError:
-        raise
-    except (OSError, ValueError, http.client.HTTPException) as exc:
-        raise DataNotFoundError(
-            f"data file {info.filename} (data set {name!r}) not found. Looked in:\n"
-            f"  1. ${ENV_DATA}: {place1}\n"
-            f"  2. user cache: {cached} (no such file)\n"
-            f"  3. download from {url}: failed ({exc})\n"
-            f"To fix: set {ENV_DATA} to a folder with the same layout as the book's shared data "
-            f"(containing {rel}), or put the file at {cached} (sha256 {info.sha256})."
-        ) from exc
-    return cached
+    return locate(dataset_info(name), base_url)
 
 
 def load_dataset(name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Load a registered data set as the authors do ([SAP] App. D; ``np.genfromtxt``).
+    """Load a registered one-file data set as the authors do ([SAP] App. D; ``np.genfromtxt``).
 
     Returns x of shape (n, d) float64 (all but the last column) and y of shape (n,) float64
     (the last column). Raises ``ValueError`` if the table is not (n_rows, n_cols) or not finite.
     """
     info = dataset_info(name)
     path = dataset_path(name)
-    data = np.genfromtxt(path, delimiter=" ", dtype=np.float64)
+    data = np.genfromtxt(path, delimiter=info.delimiter or " ", dtype=np.float64)
     if data.shape != (info.n_rows, info.n_cols):
         raise ValueError(
             f"{name}: {path} parsed to shape {data.shape}, expected {(info.n_rows, info.n_cols)}"
@@ -351,100 +221,13 @@ def load_mnist_subset(
     return x[train], y[train].astype(np.int32), x[test], y[test].astype(np.int32)
 
 
-# Toy sets and UCI classification sets of [MBNN] (Bergamin et al. 2023 / Immer et al. 2021
-# versions): several files per set, each verified by sha256, then the parsed table's shape.
-_RLA = (
-    f"{RAW_HOST}/federicobergamin/riemannian-laplace-approximation/"
-    "ef5dba89fcf190a8ac51982c555947f00733ca08"
-)
-_IMMER = f"{RAW_HOST}/aleximmer/BNN-predictions/fe80c2c4c53081a418a630f2fa7d49e8b4c1b543"
-
-
-def _file(name, folder, filename, n_rows, n_cols, sha256, repo, task):
-    """One file of a multi-file set, stored as ``<subdir>/<folder>/<filename>``."""
-    top = "toy" if repo == _RLA else "uci_classification"
-    return DatasetInfo(
-        name, f"{top}/{folder}", filename, n_rows, n_cols, sha256,
-        f"{repo}/data/{folder}/{filename}", task,
-    )  # fmt: skip
-
-
-_AUS, _BC = "australian_presplit", "breast_cancer_scale_presplit"
-MULTI_FILE_DATASETS: dict[str, tuple[DatasetInfo, ...]] = {
-    "snelson": (
-        _file("snelson", "snelson_data", "train_inputs", 200, 1,
-              "fd745fae3686ee6b1e03feef7bf4be1b577231ec7406e0e84715fcb37731e44c", _RLA,
-              "regression"),
-        _file("snelson", "snelson_data", "train_outputs", 200, 1,
-              "5f8752c19dbd536ad6435eed26d3e96b0d8101fa194ca31f05d10ab2a5bd9205", _RLA,
-              "regression"),
-    ),
-    "banana": (
-        _file("banana", "banana", "banana.csv", 5300, 3,
-              "4fb6e6ac8748456ab078a7eef75373ba682470722b0c90f2dc907985c0f855f3", _RLA,
-              "classification"),
-    ),
-    "australian": tuple(
-        _file("australian", _AUS, f"australian_scale_{v}_{p}.csv", 345, c, h, _IMMER,
-              "classification")
-        for v, p, c, h in (
-            ("X", "tr", 14, "d63ea54a248e27d7f09353d23aef75a9ccf1f94a477e3a1847a2ffcaffb42bd6"),
-            ("X", "te", 14, "a4c45c6ccf5205b85244f8a3039085c276bc58ba1cb60e7423e276eba1eccb05"),
-            ("y", "tr", 1, "161e7784bf00bc6cbe42c37268097ea3e13889860dd2b44f10b976799577da7b"),
-            ("y", "te", 1, "6fb798e2e6c64e806b853e082d1388258cff398e313cb0400a43e2b025334cfc"),
-        )
-    ),
-    "breast_cancer": tuple(
-        _file("breast_cancer", _BC, f"breast_cancer_scale_{v}_{p}.csv", n, c, h, _IMMER,
-              "classification")
-        for v, p, n, c, h in (
-            ("X", "tr", 341, 10,
-             "a703c82d727aea8d7993c6e58e06b61a8cfe222b3c38c407f79a789c7e64a086"),
-            ("X", "te", 342, 10,
-             "da7f13608ac4755c1220e0d5016a41d7dd479db9037f22146565545bf9290597"),
-            ("y", "tr", 341, 1,
-             "7126e25c14ab7dd8da1cdb2a202a47e18ed0e40a6210e2b039dbef51ad47410c"),
-            ("y", "te", 342, 1,
-             "7a925efa2bbcb94a06539338a363b1c1b51373e53df857ec19b9cef9a73e7278"),
-        )
-    ),
-    "glass": (
-        _file("glass", "glass", "X.txt", 214, 9,
-              "ff0df47911e82b92da63c21dbd9c0825d3944c8c4748360c04bd65d3a2630cff", _IMMER,
-              "classification"),
-        _file("glass", "glass", "Y.txt", 214, 1,
-              "58e288fa681fd58ebd931fc51c4a4071e6a6a3442fbdc3a63026b7f97db15f63", _IMMER,
-              "classification"),
-    ),
-    "ionosphere": (
-        _file("ionosphere", "ionosphere", "ionosphere.data", 351, 35,
-              "a393249211ec3c45c247cbe7d79310023c6cc17c911646ed3f57a18debabba3e", _IMMER,
-              "classification"),
-    ),
-    "vehicle": (
-        _file("vehicle", "vehicle", "X.txt", 846, 18,
-              "ba5d0ad4cd501f6ffe8820d69cfbc77ebb6ab585cef1bb1c468e133168f024a3", _IMMER,
-              "classification"),
-        _file("vehicle", "vehicle", "Y.txt", 846, 1,
-              "b38c8cabd2c14f0cfe3dd890949fa9584895f0535f0ca4b481f33dd23d13363f", _IMMER,
-              "classification"),
-    ),
-    "waveform": (
-        _file("waveform", "waveform", "X.txt", 1000, 21,
-              "6c3550b344b992b470c0dc1c3456e94fc2270f6291d2b0b660f5441652257bd9", _IMMER,
-              "classification"),
-        _file("waveform", "waveform", "Y.txt", 1000, 1,
-              "94ee5bdf99a1479807ec47bcc70718b912fac7694b94e3a6e8810d8096e2eaa4", _IMMER,
-              "classification"),
-    ),
-}  # fmt: skip
 UCI_CLASSIFICATION = ("australian", "breast_cancer", "glass", "ionosphere", "vehicle", "waveform")
 
 
-def _load_table(info: DatasetInfo, delimiter=None) -> np.ndarray:
+def _load_table(info: DatasetInfo) -> np.ndarray:
     """Locate, verify (sha256) and parse one file; check its (rows, cols) and finiteness."""
-    path = _locate(info)
-    table = np.loadtxt(path, delimiter=delimiter, dtype=np.float64, ndmin=2)
+    path = locate(info)
+    table = np.loadtxt(path, delimiter=info.delimiter, dtype=np.float64, ndmin=2)
     if table.shape != (info.n_rows, info.n_cols):
         raise ValueError(
             f"{info.name}: {path} parsed to shape {table.shape}, "
@@ -455,13 +238,9 @@ def _load_table(info: DatasetInfo, delimiter=None) -> np.ndarray:
     return table
 
 
-def multi_file_info(name: str) -> tuple[DatasetInfo, ...]:
-    """Registered files of a multi-file set: ``snelson``, ``banana``, :data:`UCI_CLASSIFICATION`."""
-    try:
-        return MULTI_FILE_DATASETS[name]
-    except (KeyError, TypeError):
-        known = ", ".join(MULTI_FILE_DATASETS)
-        raise ValueError(f"unknown multi-file data set {name!r}; known: {known}") from None
+def _load_parts(name: str) -> dict[str, np.ndarray]:
+    """The parsed, verified tables of every file of data set ``name``: ``{part: table}``."""
+    return {info.part: _load_table(info) for info in dataset_files(name)}
 
 
 def load_snelson(in_between: bool = False):
@@ -472,8 +251,8 @@ def load_snelson(in_between: bool = False):
     """
     from sklearn.model_selection import train_test_split
 
-    x_info, y_info = multi_file_info("snelson")
-    x, y = _load_table(x_info), _load_table(y_info)[:, 0]
+    parts = _load_parts("snelson")
+    x, y = parts["x"], parts["y"][:, 0]
     if in_between:
         gap = (x[:, 0] >= 1.5) & (x[:, 0] <= 3.0)
         return x[~gap], y[~gap], x[gap], y[gap]
@@ -489,7 +268,7 @@ def load_banana(n_train: int | None = 265):
     """
     from sklearn.model_selection import train_test_split
 
-    table = _load_table(multi_file_info("banana")[0], delimiter=",")
+    table = _load_parts("banana")[""]
     x, y = table[:, :2], table[:, 2].astype(np.int64) - 1
     x_tr, x_rest, y_tr, y_rest = train_test_split(x, y, train_size=0.7, random_state=230)
     x_te, x_va, y_te, y_va = train_test_split(x_rest, y_rest, train_size=0.5, random_state=230)
@@ -506,15 +285,14 @@ def load_uci_classification_table(name: str) -> tuple[np.ndarray, np.ndarray]:
     """
     if name not in UCI_CLASSIFICATION:
         raise ValueError(f"unknown UCI classification set {name!r}; known: {UCI_CLASSIFICATION}")
-    files = multi_file_info(name)
+    parts = _load_parts(name)
     if name in ("australian", "breast_cancer"):
-        x_tr, x_te, y_tr, y_te = (_load_table(f) for f in files)
-        x, y = np.concatenate([x_tr, x_te]), np.concatenate([y_tr, y_te])[:, 0]
+        x = np.concatenate([parts["x_train"], parts["x_test"]])
+        y = np.concatenate([parts["y_train"], parts["y_test"]])[:, 0]
     elif name == "ionosphere":
-        table = _load_table(files[0], delimiter=",")
-        x, y = table[:, :-1], table[:, -1]
+        x, y = parts[""][:, :-1], parts[""][:, -1]
     else:
-        x, y = _load_table(files[0]), _load_table(files[1])[:, 0]
+        x, y = parts["x"], parts["y"][:, 0]
     return x, y.astype(np.int64)
 
 

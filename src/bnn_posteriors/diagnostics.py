@@ -1,5 +1,7 @@
 """MCMC diagnostics of draws shaped (chain, draw, ...): ArviZ's rank-normalised R-hat,
-bulk ESS and MCSE (Vehtari et al. 2021), as plain arrays.
+bulk ESS and MCSE (Vehtari et al. 2021), as plain arrays; intervals over independent
+units (chains, repeats, pairs) by bootstrap or Student t; and the chain-level statistics
+of [SAP] that are bootstrapped over chains (ρ_W of §4.2, the KS gap of §4.3).
 
 The package imports ArviZ here, after ``bnn_posteriors`` has silenced ArviZ's daily
 ``FutureWarning`` about its 1.0 refactor, so no chapter writes it to stderr.
@@ -7,7 +9,12 @@ The package imports ArviZ here, after ``bnn_posteriors`` has silenced ArviZ's da
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
+from scipy import stats
+
+from bnn_posteriors import metrics
 
 
 def _dataset(draws):
@@ -102,8 +109,6 @@ def mean_interval(values, *, level=0.95) -> tuple[float, float, float]:
     values: one number per independent repeat (e.g. one per MAP, each with its own
     initialisation), at least 2, all finite. The interval is mean ± t_{(1+level)/2, n−1} · sd/√n.
     """
-    from scipy import stats
-
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must lie in (0, 1), got {level!r}")
     values = np.asarray(values, dtype=np.float64)
@@ -117,3 +122,124 @@ def mean_interval(values, *, level=0.95) -> tuple[float, float, float]:
     half = float(stats.t.ppf((1.0 + level) / 2, values.size - 1) * values.std(ddof=1))
     half /= float(np.sqrt(values.size))
     return mean, float(mean - half), float(mean + half)  # plain floats (glued in chapters)
+
+
+def replicate_summary(values, *, level=0.95) -> dict:
+    """:func:`mean_interval` of independent replicates with their sd and the values.
+
+    Returns ``{"mean", "low", "high", "sd", "n", "per MAP"}`` (one value per MAP in
+    [MBNN]'s repeats of C6.3/C6.4; ``sd`` with ddof=1, ``per MAP`` as a list).
+    """
+    mean, low, high = mean_interval(values, level=level)
+    return {"mean": mean, "low": low, "high": high, "sd": float(np.std(values, ddof=1)),
+            "n": int(np.size(values)), "per MAP": np.asarray(values).tolist()}  # fmt: skip
+
+
+def rhat_and_ess(draws) -> tuple[float, float]:
+    """R-hat and bulk ESS of one scalar quantity (e.g. log σ): draws (chain, draw) → floats."""
+    draws = np.asarray(draws)
+    if draws.ndim != 2:
+        raise ValueError(f"draws of a scalar must be shaped (chain, draw), got {draws.shape}")
+    return float(rhat(draws)), float(ess(draws))
+
+
+def active_units(position: dict, x) -> int:
+    """Units of the first hidden layer active (ReLU input > 0) on at least one row of x.
+
+    position: a sample with ``"W0"`` (d, H) and ``"b0"`` (H,); x: (n, d). A dead-ReLU start
+    ([SAP] §3.4) has 0.
+    """
+    return int((np.asarray(x @ position["W0"] + position["b0"]) > 0).any(axis=0).sum())
+
+
+# ----------------------------------------------------------------------------- [SAP] statistics
+
+
+def w2_ratio_bootstrap(rng_key, means, sigmas, *, num_resamples: int = 1000):
+    """ρ_W = mean within-chain / mean between-chain W₂² ([SAP] §4.2, Fig. 11) over chains.
+
+    means: (K, S, n) predictive means of S samples of K chains; sigmas: their noise sds,
+    (K, S) or flat (K·S,). Returns ``(w2 (KS, KS), within (K,), between (K, K), low, high)``:
+    the pairwise W₂² (:func:`metrics.w2_squared_gaussian`), its chain blocks
+    (:func:`metrics.w2_chain_blocks`) and the 95 % :func:`chain_bootstrap` interval of ρ_W.
+    """
+    means = np.asarray(means)
+    if means.ndim != 3 or means.shape[0] < 2:
+        raise ValueError(f"means must be shaped (chains >= 2, samples, n), got {means.shape}")
+    w2 = metrics.w2_squared_gaussian(means.reshape(-1, means.shape[2]), np.reshape(sigmas, -1))
+    within, between = metrics.w2_chain_blocks(w2, len(means))
+    _, low, high = chain_bootstrap(
+        rng_key, (np.arange(len(means)),),
+        partial(_ratio_of_chains, within, between), num_resamples=num_resamples,
+    )  # fmt: skip
+    return w2, within, between, low, high
+
+
+def _ratio_of_chains(within, between, chains):
+    return metrics.within_between_ratio(within, between, chains)[0]
+
+
+def sorted_by_chain(draws):
+    """Pooled draws (chains, samples, ...) sorted: their N(0, 1) CDF values and chain labels.
+
+    The input of :func:`ks_weighted`, which reweights chains without sorting again.
+    """
+    draws = np.asarray(draws)
+    flat = draws.reshape(draws.shape[0], -1)
+    order = np.argsort(flat.ravel(), kind="stable")
+    labels = np.repeat(np.arange(draws.shape[0]), flat.shape[1])[order]
+    return stats.norm.cdf(flat.ravel()[order]), labels
+
+
+def ks_weighted(cdf, labels, counts) -> float:
+    """KS distance to N(0, 1) of the pooled draws when chain c is taken counts[c] times.
+
+    cdf, labels: from :func:`sorted_by_chain`; counts: (chains,) non-negative integers (all
+    ones give the KS distance of the pooled draws).
+    """
+    weight = np.asarray(counts)[labels].astype(float)
+    upper = np.cumsum(weight) / weight.sum()
+    lower = upper - weight / weight.sum()
+    return float(max(np.max(upper - cdf), np.max(cdf - lower)))
+
+
+def ks_gap(ks_layers) -> float:
+    """Δ_KS = min(KS(W⁽¹⁾), KS(W⁽ᴸ⁾)) − mean_{1<l<L} KS(W⁽ˡ⁾) of per-kernel KS distances.
+
+    Positive when the intermediate kernels are closer to the prior than both outer ones
+    ([SAP] §4.3, Fig. 7); needs at least 3 kernels.
+    """
+    if len(ks_layers) < 3:
+        raise ValueError(f"ks_gap needs at least 3 kernels, got {len(ks_layers)}")
+    return min(ks_layers[0], ks_layers[-1]) - float(np.mean(ks_layers[1:-1]))
+
+
+def ks_gap_bootstrap(rng, kernels, num_chains: int, *, num_resamples: int = 1000):
+    """95 % percentile interval ``(low, high)`` of :func:`ks_gap` by resampling chains.
+
+    rng: a NumPy Generator; kernels: one :func:`sorted_by_chain` pair per layer. Each
+    resample draws chain counts from Multinomial(K, 1/K) and reweights the pooled draws.
+    """
+    ones = np.ones(num_chains, dtype=int)
+    boot = np.array([
+        ks_gap([ks_weighted(*kernel, counts) for kernel in kernels])
+        for counts in rng.multinomial(num_chains, ones / num_chains, size=num_resamples)
+    ])  # fmt: skip
+    low, high = np.quantile(boot, [0.025, 0.975])
+    return float(low), float(high)
+
+
+def paired_bootstrap(rng, differences, *, num_resamples: int = 1000):
+    """Mean paired difference per column and its 95 % percentile bootstrap interval.
+
+    rng: a NumPy Generator; differences: (pairs, m), e.g. Δ_s = LPPD(1) − LPPD(s) per
+    (cell, warm start) pair and scale s ([SAP] App. D.6). Rows are resampled with
+    replacement. Returns ``(mean (m,), low (m,), high (m,))``.
+    """
+    differences = np.asarray(differences)
+    if differences.ndim != 2 or len(differences) < 2:
+        raise ValueError(f"differences must be shaped (pairs >= 2, m), got {differences.shape}")
+    idx = rng.integers(0, len(differences), size=(num_resamples, len(differences)))
+    boot_mean = differences[idx].mean(axis=1)
+    low, high = np.quantile(boot_mean, [0.025, 0.975], axis=0)
+    return differences.mean(axis=0), low, high

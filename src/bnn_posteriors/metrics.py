@@ -7,15 +7,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
 from jax.scipy.stats import norm
-from scipy import stats
+from scipy import special, stats
 
 
-def lppd(y, mean, scale):
-    """Log pointwise predictive density of a Gaussian mixture, eq. (18) of [SAP].
+def pointwise_lppd(y, mean, scale):
+    """log((1/M) Σ_m N(y_i | mean_{m,i}, scale_{m,i}²)) per point: eq. (18) of [SAP] per i.
 
-    LPPD = (1/n) Σ_i log( (1/(K·S)) Σ_{k,s} N(y_i | mean_{k,s,i}, scale_{k,s,i}²) ).
-    ``y``: (n,); ``mean``, ``scale``: (..., n) where the leading axes (chains K,
-    samples S, ...) are averaged; ``scale`` broadcasts (e.g. a scalar noise).
+    ``y``: (n,); ``mean``, ``scale``: (..., n) where the leading axes are the M mixture
+    components (members, chains × samples); ``scale`` broadcasts (e.g. a scalar noise) and
+    must be positive. JAX, in the dtype of the inputs. Returns (n,).
     """
     y = jnp.asarray(y)
     mean = jnp.asarray(mean)
@@ -25,7 +25,42 @@ def lppd(y, mean, scale):
     if jnp.any(scale <= 0):
         raise ValueError("predictive scales must be positive")
     logp = norm.logpdf(y, mean, scale).reshape(-1, y.shape[0])
-    return jnp.mean(logsumexp(logp, axis=0) - jnp.log(logp.shape[0]))
+    return logsumexp(logp, axis=0) - jnp.log(logp.shape[0])
+
+
+def lppd(y, mean, scale):
+    """Log pointwise predictive density of a Gaussian mixture, eq. (18) of [SAP].
+
+    LPPD = (1/n) Σ_i log( (1/(K·S)) Σ_{k,s} N(y_i | mean_{k,s,i}, scale_{k,s,i}²) ).
+    ``y``: (n,); ``mean``, ``scale``: (..., n) where the leading axes (chains K,
+    samples S, ...) are averaged; ``scale`` broadcasts (e.g. a scalar noise). JAX; the
+    float64 NumPy twin is :func:`pointwise_lppd64`.
+    """
+    return jnp.mean(pointwise_lppd(y, mean, scale))
+
+
+def log_mean_exp(logp, axis: int = 0) -> np.ndarray:
+    """log((1/M) Σ_m exp(logp_m)) along ``axis`` (M its length), in float64 NumPy."""
+    logp = np.asarray(logp, dtype=np.float64)
+    return special.logsumexp(logp, axis=axis) - np.log(logp.shape[axis])
+
+
+def pointwise_lppd64(y, mean, scale) -> np.ndarray:
+    """:func:`pointwise_lppd` in float64 NumPy: (n,) log mixture densities of eq. (18).
+
+    ``mean`` (..., n), leading axes the M components; ``scale`` broadcasts to it
+    (e.g. (M, 1) for one noise σ per component) and must be positive. The log density
+    is −½ log 2π − log s − ½ ((y − μ)/s)². No compilation per shape.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    mean = np.asarray(mean, dtype=np.float64)
+    if y.ndim != 1 or mean.ndim == 0 or mean.shape[-1] != y.shape[0]:
+        raise ValueError(f"mean must end in the {y.shape} axis of y, got {mean.shape}")
+    scale = np.broadcast_to(np.asarray(scale, dtype=np.float64), mean.shape)
+    if np.any(~(scale > 0)):
+        raise ValueError("predictive scales must be positive")
+    logp = -0.5 * np.log(2 * np.pi) - np.log(scale) - 0.5 * ((y - mean) / scale) ** 2
+    return log_mean_exp(logp.reshape(-1, y.shape[0]), axis=0)
 
 
 def rmse(y, prediction):

@@ -6,6 +6,7 @@ The narrow network of [SAP] §2.1 is a vector ``w`` of L scalar weights.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 
@@ -40,25 +41,53 @@ def check_widths(widths: Sequence[int]) -> tuple[int, ...]:
     return widths
 
 
-def mlp_init(
-    rng_key, widths: Sequence[int], scale: float = 1.0, *, bias: bool = True
-) -> list[dict]:
-    """Draw MLP parameters with every weight and bias i.i.d. N(0, scale²).
+INIT_SCHEMES = ("normal", "glorot", "fan_in", "he")
 
-    ``widths = (d_in, h_1, ..., d_out)``; returns ``[{"W": (h_l, h_{l+1}), "b": (h_{l+1},)}]``,
-    without the ``"b"`` entries if ``bias`` is false (the bias-free nets of [SAP] App. E).
+
+def mlp_init(
+    rng_key, widths: Sequence[int], scale: float = 1.0, *, bias: bool = True, scheme="normal"
+) -> list[dict]:
+    """Initial MLP parameters, ``[{"W": (h_l, h_{l+1}), "b": (h_{l+1},)}]``, by ``scheme``:
+
+    - ``"normal"``: every weight and bias i.i.d. N(0, scale²) (a prior draw when
+      ``scale`` is the prior's sd);
+    - ``"glorot"``: Glorot-normal kernels W ~ N(0, 2/(d_in + d_out)), zero biases
+      (deep-ensemble members and the MFVI means of [SAP] App. D.7);
+    - ``"fan_in"``: W ~ N(0, 1/d_in), zero biases (PyTorch-like; MetricBNN's networks);
+    - ``"he"``: W ~ N(0, 2/d_in), zero biases (MetricBNN's autoencoder).
+
+    ``scale`` applies to ``"normal"`` only. ``widths = (d_in, h_1, ..., d_out)``; without the
+    ``"b"`` entries if ``bias`` is false (the bias-free nets of [SAP] App. E).
     """
     widths = check_widths(widths)
     if not scale > 0:
         raise ValueError(f"scale must be positive, got {scale}")
-    keys = jax.random.split(rng_key, 2 * (len(widths) - 1))
+    if scheme not in INIT_SCHEMES:
+        raise ValueError(f"scheme must be one of {INIT_SCHEMES}, got {scheme!r}")
+    pairs = list(zip(widths[:-1], widths[1:], strict=True))
+    if scheme == "glorot":
+        keys = jax.random.split(rng_key, len(pairs))
+        return [
+            {"W": math.sqrt(2.0 / (d_in + d_out)) * jax.random.normal(k, (d_in, d_out))}
+            | ({"b": jnp.zeros(d_out)} if bias else {})
+            for k, (d_in, d_out) in zip(keys, pairs, strict=True)
+        ]
+    keys = jax.random.split(rng_key, 2 * len(pairs))
     layers = []
-    for i, (d_in, d_out) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
-        layer = {"W": scale * jax.random.normal(keys[2 * i], (d_in, d_out))}
-        if bias:
-            layer["b"] = scale * jax.random.normal(keys[2 * i + 1], (d_out,))
-        layers.append(layer)
+    for i, (d_in, d_out) in enumerate(pairs):
+        w = scale * jax.random.normal(keys[2 * i], (d_in, d_out))
+        b = scale * jax.random.normal(keys[2 * i + 1], (d_out,))
+        if scheme == "fan_in":
+            w, b = w / np.sqrt(d_in), jnp.zeros(d_out)
+        elif scheme == "he":
+            w, b = w * jnp.sqrt(2.0 / d_in), jnp.zeros(d_out)
+        layers.append({"W": w, "b": b} if bias else {"W": w})
     return layers
+
+
+def sites(params: list[dict]) -> dict:
+    """An MLP's parameter list as the sample sites of its NumPyro model: ``W{i}``, ``b{i}``."""
+    return {f"{name}{i}": value for i, layer in enumerate(params) for name, value in layer.items()}
 
 
 def _affine(h, layer: dict):
@@ -101,32 +130,28 @@ def narrow_apply(w, x):
 # Symmetries of MLPs ([SAP] App. B, Defs. B.1–B.3). Pure: each returns a new parameter list.
 
 
+def _index(name: str, value, size: int, what: str) -> int:
+    """An integer index in [0, size); the error says what it indexes."""
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise ValueError(f"{name} must be an integer, got {value!r}") from None
+    if not 0 <= value < size:
+        raise ValueError(f"{name} must {what}, i.e. lie in [0, {size - 1}], got {value}")
+    return value
+
+
 def _hidden_index(params, layer: int, neuron: int | None = None) -> tuple[int, int | None]:
     """Validate a hidden-layer index (and optionally a neuron index in that layer)."""
     n_hidden = len(params) - 1
     if n_hidden < 1:
         raise ValueError("params has no hidden layer (it needs at least two layers)")
-    try:
-        layer = operator.index(layer)
-    except TypeError:
-        raise ValueError(f"layer must be an integer, got {layer!r}") from None
-    if not 0 <= layer < n_hidden:
-        raise ValueError(
-            f"layer must index a hidden layer, i.e. lie in [0, {n_hidden - 1}], got {layer}"
-        )
+    layer = _index("layer", layer, n_hidden, "index a hidden layer")
     if neuron is None:
         return layer, None
     width = params[layer]["W"].shape[1]
-    try:
-        neuron = operator.index(neuron)
-    except TypeError:
-        raise ValueError(f"neuron must be an integer, got {neuron!r}") from None
-    if not 0 <= neuron < width:
-        raise ValueError(
-            f"neuron must lie in [0, {width - 1}] (hidden layer {layer} has {width} units), "
-            f"got {neuron}"
-        )
-    return layer, neuron
+    what = f"index a unit of hidden layer {layer} ({width} units)"
+    return layer, _index("neuron", neuron, width, what)
 
 
 def _scale_neuron(params, layer: int, neuron: int, c_in, c_out) -> list[dict]:

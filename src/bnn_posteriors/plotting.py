@@ -69,3 +69,27 @@ def sequential_colors(n: int, cmap: str = "viridis"):
     if not (isinstance(n, int) and n >= 1):
         raise ValueError(f"n must be a positive integer, got {n!r}")
     return [mpl.colormaps[cmap](t) for t in np.linspace(0.0, 0.9, n)]
+
+
+def chain_densities(axes, draws, labels) -> None:
+    """Kernel density of each column of ``draws`` (chains, draws, k), one colour per chain.
+
+    ``axes``: k matplotlib axes, one per column; ``labels``: k x-axis labels. Each panel
+    spans the 0.5–99.5 % range of the pooled draws plus 10 % on either side.
+    """
+    from scipy import stats
+
+    draws = np.asarray(draws)
+    if draws.ndim != 3:
+        raise ValueError(f"draws must be (chains, draws, k), got shape {draws.shape}")
+    for ax, j, label in zip(axes, range(draws.shape[-1]), labels, strict=True):
+        lo, hi = np.percentile(draws[..., j], [0.5, 99.5])
+        grid = np.linspace(lo - 0.1 * (hi - lo), hi + 0.1 * (hi - lo), 200)
+        for c in range(draws.shape[0]):
+            ax.plot(
+                grid,
+                stats.gaussian_kde(draws[c, :, j])(grid),
+                color=OKABE_ITO[c % len(OKABE_ITO)],
+                lw=1,
+            )
+        ax.set(xlabel=label, yticks=[])

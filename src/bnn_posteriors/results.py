@@ -2,36 +2,21 @@
 
 A chapter whose full-profile run is too long for CI writes what it measured with
 :func:`write_json` (under ``results/`` of the checkout) and shows it, in every
-profile, with :func:`read_json`. Each file carries the run's provenance: commit
-(``+dirty`` when tracked files differed from it), machine, date and versions.
+profile, with :func:`read_json`. Each file carries the run's provenance
+(:func:`bnn_posteriors.provenance.provenance`): commit (``+dirty`` when tracked files
+differed from it), machine, date and versions.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
-import os
-import platform
 from collections.abc import Mapping
 from pathlib import Path
 
-import jax
-import numpy as np
+from bnn_posteriors import provenance as _provenance
+from bnn_posteriors.provenance import provenance, repo_root
 
-from .claims import _git_commit, repo_root
-
-
-def provenance() -> dict:
-    """Commit, machine, CPU count, date (UTC), Python and JAX versions, JAX devices."""
-    return {
-        "commit": _git_commit(repo_root()),
-        "machine": f"{platform.node()} {platform.machine()} {platform.processor() or ''}".strip(),
-        "cpu_count": os.cpu_count(),
-        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "python": platform.python_version(),
-        "jax": jax.__version__,
-        "jax_devices": [str(d) for d in jax.devices()],
-    }
+__all__ = ["plain", "provenance", "read_json", "results_dir", "write_json"]
 
 
 def results_dir() -> Path:
@@ -44,15 +29,7 @@ def results_dir() -> Path:
 
 def plain(tree):
     """``tree`` with numpy/JAX arrays and scalars as lists and Python numbers (for JSON)."""
-    if isinstance(tree, Mapping):
-        return {str(k): plain(v) for k, v in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return [plain(v) for v in tree]
-    if isinstance(tree, np.generic):
-        return tree.item()
-    if hasattr(tree, "shape") and hasattr(tree, "dtype"):
-        return np.asarray(tree).tolist()
-    return tree
+    return _provenance.to_json(tree)
 
 
 def write_json(path: Path | str, payload: Mapping, *, profile: str) -> Path:
@@ -62,13 +39,8 @@ def write_json(path: Path | str, payload: Mapping, *, profile: str) -> Path:
     """
     if not isinstance(payload, Mapping):
         raise TypeError(f"payload must be a mapping, got {type(payload).__name__}")
-    record = {**plain(payload), "profile": profile, "provenance": provenance()}
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record, indent=1, allow_nan=True) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
+    record = {**payload, "profile": profile, "provenance": provenance()}
+    return _provenance.write_json(path, record)
 
 
 def read_json(path: Path | str) -> dict:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Iterable, Sequence
 
-from bnn_posteriors import book, claims, profiles, sweep
+from bnn_posteriors import book, claims, profiles, sweep, tables
 from bnn_posteriors.claims import expectation, short  # re-exported: the scorecard's cells
 
 _MARKS = {
@@ -143,32 +143,21 @@ def scorecard_markdown(rows: Sequence[dict] | None = None) -> str:
     rows = scorecard() if rows is None else rows
     header = ["Claim", "What", "Source", "quick", "seeds reproducing", "full", "measured (quick)"]
     header.append("expected")
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    cells = []
     for row in rows:
         quick, full = row["quick"], row["full"]
         expected = quick["expected"] or full["expected"]
         claim = f"[{row['id']}]({row['link']})" if row.get("link") else row["id"]
-        cells = [
-            claim,
-            short(row["title"], 48),
-            short(row["source"], 28),
-            _status_mark(quick),
-            row.get("seeds", ""),
-            _status_mark(full),
-            quick["measured"],
-            expected,
-        ]
-        lines.append("| " + " | ".join(_escape(cell) for cell in cells) + " |")
-    return "\n".join(lines) + "\n"
+        cells.append([
+            claim, short(row["title"], 48), short(row["source"], 28), _status_mark(quick),
+            row.get("seeds", ""), _status_mark(full), quick["measured"], expected,
+        ])  # fmt: skip
+    return tables.markdown_table(header, cells)
 
 
 def _status_mark(cell: dict) -> str:
     mark = _MARKS.get(cell["status"], cell["status"])
     return f"{mark} (stale: checked against an older lock)" if cell.get("stale") else mark
-
-
-def _escape(cell: str) -> str:
-    return str(cell).replace("|", "\\|").replace("\n", " ")
 
 
 def not_reproduced_markdown(rows: Sequence[dict] | None = None) -> str:
@@ -177,25 +166,22 @@ def not_reproduced_markdown(rows: Sequence[dict] | None = None) -> str:
     Each row gives the check's note (what was measured) and its finding (which part failed).
     """
     rows = scorecard() if rows is None else rows
-    lines = []
+    cells = []
     for row in rows:
         for profile in profiles.PROFILES:
             cell = row[profile]
             if cell["status"] == claims.NOT_REPRODUCED:
                 claim = f"[{row['id']}]({row['link']})" if row.get("link") else row["id"]
                 what = f"{short(row['title'], 48)}: {short(cell['note'], 140)}"
-                cells = [claim, what, profile, cell["message"], cell["expected"]]
-                lines.append("| " + " | ".join(_escape(c) for c in cells) + " |")
-    if not lines:
+                cells.append([claim, what, profile, cell["message"], cell["expected"]])
+    if not cells:
         return "Every claim that has been run reproduced.\n"
-    header = "| Claim | What was checked | profile | finding | expected |\n|---|---|---|---|---|\n"
-    return header + "\n".join(lines) + "\n"
+    header = ["Claim", "What was checked", "profile", "finding", "expected"]
+    return tables.markdown_table(header, cells)
 
 
 def summary_markdown(counts: dict[str, dict[str, int]]) -> str:
     """The counts of :func:`summary` as a small Markdown table, one row per profile."""
     statuses = list(next(iter(counts.values())))
-    lines = ["| profile | " + " | ".join(statuses) + " |", "|---|" + "---|" * len(statuses)]
-    for profile, by_status in counts.items():
-        lines.append(f"| {profile} | " + " | ".join(str(by_status[s]) for s in statuses) + " |")
-    return "\n".join(lines) + "\n"
+    rows = [[profile, *(by_status[s] for s in statuses)] for profile, by_status in counts.items()]
+    return tables.markdown_table(["profile", *statuses], rows)

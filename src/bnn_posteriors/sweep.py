@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bnn_posteriors import book, claims, profiles, results
+from bnn_posteriors import book, claims, profiles, results, tables
 
 
 def seeds(chapter: str, n: int) -> list[int]:
@@ -257,19 +257,15 @@ def sweep_markdown(sweep: dict | None) -> str:
     """The sweep as a Markdown table: one row per check, statuses, smallest margin, spread."""
     if not sweep:
         return "No seed sweep has been committed yet (`bnn-posteriors sweep`).\n"
-    header = (
-        "| check | seeds reproducing | seeds at the lock | expected | smallest margin "
-        "| spread (sd) | robust |\n"
-    )
-    lines = [header + "|---|---|---|---|---|---|---|"]
+    header = ("check", "seeds reproducing", "seeds at the lock", "expected", "smallest margin",
+              "spread (sd)", "robust")  # fmt: skip
+    rows = []
     for row in summarise(sweep):
         name = row["id"] + (f" ({row['index'] + 1})" if row["index"] else "")
-        fmt = lambda x: "—" if x is None else f"{x:.3g}"
-        expected = row["expected"].replace("|", "\\|")
-        lines.append(
-            f"| {name} | {row['reproduced']} of {len(row['statuses'])} | "
-            f"{'—' if row['at_lock'] is None else row['at_lock']} | "
-            f"{expected} | {fmt(row['min_margin'])} | "
-            f"{fmt(row['spread'])} | {'yes' if row['robust'] else 'no'} |"
-        )
-    return "\n".join(lines) + "\n"
+        at_lock = "—" if row["at_lock"] is None else row["at_lock"]
+        rows.append((
+            name, f"{row['reproduced']} of {len(row['statuses'])}", at_lock, row["expected"],
+            tables.number(row["min_margin"], ".3g"), tables.number(row["spread"], ".3g"),
+            "yes" if row["robust"] else "no",
+        ))  # fmt: skip
+    return tables.markdown_table(header, rows)

@@ -14,11 +14,16 @@ Conventions: a *gap* is log p(original) − log p(transformed), zero iff the pri
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import partial
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy import stats
 from scipy import optimize
 
+from . import nets
 from .validate import positive, positive_array
 
 KINDS = ("gaussian", "laplace")
@@ -229,3 +234,101 @@ def distant_scaling_gap(w, c, layer: int, kind: str = "gaussian", scale: float =
     """
     related, scaled = distant_scaling(w, c, layer)
     return log_prior(related, kind, scale) - log_prior(scaled, kind, scale)
+
+
+def output_change(params, transformed, activation: str, x) -> float:
+    """max |f_θ(x) − f_θ'(x)| over the inputs ``x`` (n, d): 0 iff θ' is a symmetry on x."""
+    return float(
+        jnp.max(
+            jnp.abs(
+                nets.mlp_apply(params, x, activation) - nets.mlp_apply(transformed, x, activation)
+            )
+        )
+    )
+
+
+def mlp_symmetry_changes(
+    rng_key, mlp_widths: Sequence[Sequence[int]], num_mlps: int, num_inputs: int = 256
+) -> dict:
+    """Output changes of random MLPs under the symmetries of [SAP] Defs. B.1–B.3.
+
+    For every architecture in ``mlp_widths`` (key ``fold_in(rng_key, len(widths))``, split
+    into ``num_mlps`` networks) and every hidden layer: a random permutation of its units,
+    a rescaling of unit 0 by c = e^U, U ~ U(−1.5, 1.5), and a sign flip of unit 0, each
+    under ReLU and tanh, measured by :func:`output_change` on ``num_inputs`` N(0, I)
+    inputs. Returns ``{(activation, operation): [change, ...]}`` with operations
+    "permutation", "rescaling", "sign flip".
+    """
+    changes: dict[tuple[str, str], list[float]] = {}
+    for widths in mlp_widths:
+        for key in jax.random.split(jax.random.fold_in(rng_key, len(widths)), num_mlps):
+            k_p, k_x, k_perm, k_c = jax.random.split(key, 4)
+            params = nets.mlp_init(k_p, widths)
+            x = jax.random.normal(k_x, (num_inputs, widths[0]))
+            for layer, width in enumerate(widths[1:-1]):
+                perm = jax.random.permutation(jax.random.fold_in(k_perm, layer), width)
+                u = jax.random.uniform(jax.random.fold_in(k_c, layer), minval=-1.5, maxval=1.5)
+                c = float(jnp.exp(u))
+                transformed = {
+                    "permutation": nets.permute_hidden(params, layer, perm),
+                    "rescaling": nets.rescale_neuron(params, layer, 0, c),
+                    "sign flip": nets.flip_neuron(params, layer, 0),
+                }
+                for activation in ("relu", "tanh"):
+                    for operation, new in transformed.items():
+                        change = output_change(params, new, activation, x)
+                        changes.setdefault((activation, operation), []).append(change)
+    return changes
+
+
+def pairwise_root_checks(pairs, cs, kinds: Sequence[str] = KINDS, *, min_distance: float = 0.05):
+    """Prop. B.10 on a grid: numerical roots of the pairwise gap against {1, |θ2/θ1|}.
+
+    For every prior kind and (θ1, θ2) in ``pairs`` (|θ1| ≠ |θ2|, both non-zero), the roots
+    found by :func:`positive_roots` on the increasing grid ``cs`` (n,) must equal
+    :func:`pairwise_scaling_roots` to 1e-8, and |ϖ(c)| is measured at the grid points
+    farther than ``min_distance`` from both roots. Returns ``(roots_ok, min_gap_away)``,
+    lists over kinds × pairs of booleans and of the smallest |ϖ| there.
+    """
+    roots_ok, min_gap_away = [], []
+    for kind in kinds:
+        for theta1, theta2 in pairs:
+            gap_of = partial(_pairwise_gap_of_c, theta1, theta2, kind)
+            gap = np.asarray(gap_of(cs))
+            expected = pairwise_scaling_roots(theta1, theta2, kind)
+            found = positive_roots(gap_of, cs)
+            roots_ok.append(len(found) == len(expected) and np.allclose(found, expected, atol=1e-8))
+            away = np.min(np.abs(cs[:, None] - expected[None, :]), axis=1) > min_distance
+            min_gap_away.append(np.min(np.abs(gap[away])))
+    return roots_ok, min_gap_away
+
+
+def _pairwise_gap_of_c(theta1, theta2, kind, c):
+    return pairwise_scaling_gap(theta1, theta2, c, kind, 1.0)
+
+
+def distant_scaling_draws(rng_key, num_draws: int = 200, depth: int = 6) -> list[float]:
+    """|:func:`distant_scaling_gap`| of random depth-L chains under N(0, 1) (App. B.2, C3.5).
+
+    Per draw: w ~ N(0, I_L), c = e^U with U ~ U(−1, 1), and a layer l uniform in
+    {3, …, L − 1} (1-based, l + 1 ≤ L). Returns a list of ``num_draws`` floats.
+    """
+    gaps = []
+    for key in jax.random.split(rng_key, num_draws):
+        k_w, k_c, k_l = jax.random.split(key, 3)
+        w = jax.random.normal(k_w, (depth,))
+        c = float(jnp.exp(jax.random.uniform(k_c, minval=-1.0, maxval=1.0)))
+        layer = int(jax.random.randint(k_l, (), 3, depth))
+        gaps.append(abs(float(distant_scaling_gap(w, c, layer, "gaussian", 1.0))))
+    return gaps
+
+
+def norm_swap_deviation(group, theta2: float, c, kind: str = "gaussian") -> float:
+    """max_c |group gap − pairwise gap of (‖g‖, |θ2|)|: 0 when the group acts through its norm.
+
+    Checks the identity of :func:`group_scaling_gap` on a grid ``c`` (n,) for the unit-scale
+    prior ``kind`` (the counterexample of App. B.2 is Prop. B.10's swap, C3.4).
+    """
+    group_gap = group_scaling_gap(group, theta2, c, kind)
+    pairwise = pairwise_scaling_gap(group_norm(group, kind), abs(theta2), c, kind)
+    return float(np.max(np.abs(group_gap - pairwise)))

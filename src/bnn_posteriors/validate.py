@@ -16,8 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-CATEGORICAL = ("categorical", "classification")
-GAUSSIAN = ("gaussian", "regression")
+CATEGORICAL = ("categorical",)
+GAUSSIAN = ("gaussian",)
 _SHAPES = {1: "(n,)", 2: "(n, d)"}
 
 
@@ -119,8 +119,8 @@ def check_xy(
 ):
     """Data ``x`` (as :func:`check_x`) and targets ``y`` of shape (n,) (``y_ndim=2``: (n, k)).
 
-    ``likelihood`` "categorical"/"classification": y integer class labels ≥ 0; otherwise
-    (None, "gaussian", "regression") y numeric and finite. Returns NumPy arrays ``(x, y)``,
+    ``likelihood`` "categorical": y integer class labels ≥ 0; otherwise
+    (None or "gaussian") y numeric and finite. Returns NumPy arrays ``(x, y)``,
     cast to ``dtype`` if given (class labels keep their integer dtype).
     """
     pre = _pre(where)
@@ -150,13 +150,24 @@ def _labels(y, pre: str):
         raise ValueError(f"{pre}class labels y must be integers ≥ 0, got {y.min()}")
 
 
+# keyword arguments of the models that are standard deviations
+SCALE_ARGUMENTS = ("prior_scale", "noise", "sigma", "tau")
+
+
 def check_model_data(model_kwargs, *, where: str) -> None:
-    """The data among a NumPyro model's keyword arguments: ``x`` and ``y`` (unless None)."""
+    """The data among a NumPyro model's keyword arguments: ``x`` and ``y`` (unless None);
+    ``x`` must have ``widths[0]`` columns when the model is an MLP (``widths`` given), and
+    the scales among them (:data:`SCALE_ARGUMENTS`) must be positive."""
     if not isinstance(model_kwargs, Mapping):
         raise TypeError(f"{where}: model_kwargs must be a dict, got {type(model_kwargs).__name__}")
+    for name in SCALE_ARGUMENTS:  # scalar scales; arrays are the model's to check
+        if model_kwargs.get(name) is not None and np.ndim(model_kwargs[name]) == 0:
+            positive(name, model_kwargs[name], where=where)
     if model_kwargs.get("x") is None:
         return
+    widths = model_kwargs.get("widths")
+    n_features = None if widths is None else int(widths[0])  # an MLP model's input width
     if model_kwargs.get("y") is None:
-        check_x(model_kwargs["x"], where=where)
+        check_x(model_kwargs["x"], where=where, n_features=n_features)
     else:
-        check_xy(model_kwargs["x"], model_kwargs["y"], where=where)
+        check_xy(model_kwargs["x"], model_kwargs["y"], where=where, n_features=n_features)

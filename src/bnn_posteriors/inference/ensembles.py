@@ -15,7 +15,6 @@ that stopped (masking), so no Python loop over members is needed.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Sequence
 
 import jax
@@ -24,6 +23,7 @@ import numpy as np
 import optax
 
 from bnn_posteriors import nets, validate
+from bnn_posteriors.inference import optim
 from bnn_posteriors.validate import positive, positive_int
 
 
@@ -31,19 +31,6 @@ def check_xy(x, y, label: str, n_features: int | None = None) -> tuple[jax.Array
     """Regression data as float32 arrays: ``x`` (n, d), ``y`` (n,), finite (:mod:`.validate`)."""
     x, y = validate.check_xy(x, y, where=label, n_features=n_features, ndim=(2,), dtype=np.float32)
     return jnp.asarray(x), jnp.asarray(y)
-
-
-def glorot_init(rng_key, widths: Sequence[int]) -> list[dict]:
-    """Glorot-normal kernels, W ~ N(0, 2/(d_in + d_out)), and zero biases (one member)."""
-    widths = nets.check_widths(widths)
-    keys = jax.random.split(rng_key, len(widths) - 1)
-    return [
-        {
-            "W": math.sqrt(2.0 / (d_in + d_out)) * jax.random.normal(k, (d_in, d_out)),
-            "b": jnp.zeros(d_out),
-        }
-        for k, d_in, d_out in zip(keys, widths[:-1], widths[1:], strict=True)
-    ]
 
 
 def gaussian_nll(params, x, y, noise: float, activation: str = "relu"):
@@ -64,11 +51,9 @@ def _compiled_train(
     def loss(params, xb, yb):
         return gaussian_nll(params, xb, yb, noise, act)
 
-    grad = jax.grad(loss)
-
     def one_member(key, x, y, x_val, y_val):
         key_init, key_order = jax.random.split(key)
-        params = glorot_init(key_init, widths)
+        params = nets.mlp_init(key_init, widths, scheme="glorot")
         state0 = {
             "params": params,
             "opt": optimiser.init(params),
@@ -83,12 +68,10 @@ def _compiled_train(
             order = jax.random.permutation(jax.random.fold_in(key_order, state["epoch"]), n_train)
             batches = order[: n_batches * size].reshape(n_batches, size)
 
-            def batch_step(carry, idx):
-                params, opt = carry
-                updates, opt = optimiser.update(grad(params, x[idx], y[idx]), opt, params)
-                return (optax.apply_updates(params, updates), opt), None
-
-            (params, opt), _ = jax.lax.scan(batch_step, (state["params"], state["opt"]), batches)
+            params, opt, _ = optim.minimise(
+                lambda p, idx: loss(p, x[idx], y[idx]), state["params"], optimiser,
+                xs=batches, state=state["opt"],
+            )  # fmt: skip
             val = loss(params, x_val, y_val)
             better = val < state["best_val"]
             return {

@@ -27,9 +27,10 @@ import optax
 from jax.flatten_util import ravel_pytree
 
 from bnn_posteriors import nets, validate
+from bnn_posteriors.inference import optim
 from bnn_posteriors.validate import positive, positive_int
 
-LIKELIHOODS = ("regression", "classification")
+LIKELIHOODS = ("gaussian", "categorical")
 SUBSETS = ("full", "last_layer")
 
 
@@ -41,7 +42,7 @@ def _check_likelihood(likelihood: str) -> str:
 
 def _check_data(x, y, likelihood: str, where: str):
     """x (n, d); y (n, d_out) targets (regression) or (n,) class labels, as JAX arrays."""
-    y_ndim = 2 if likelihood == "regression" else 1
+    y_ndim = 2 if likelihood == "gaussian" else 1
     xy = validate.check_xy(x, y, where=where, likelihood=likelihood, ndim=(2,), y_ndim=y_ndim)
     return tuple(map(jnp.asarray, xy))
 
@@ -57,7 +58,7 @@ def mlp_features(params: list[dict], x, activation_name: str = "relu"):
 
 def neg_log_likelihood(outputs, y, likelihood: str, sigma: float = 1.0):
     """−log p(y | f) summed over points: Gaussian N(y; f, σ²) or categorical softmax(f)."""
-    if likelihood == "regression":
+    if likelihood == "gaussian":
         r = (y - outputs) / sigma
         return 0.5 * jnp.sum(r**2) + y.size * (jnp.log(sigma) + 0.5 * jnp.log(2 * jnp.pi))
     logp = jax.nn.log_softmax(outputs, axis=-1)
@@ -67,7 +68,7 @@ def neg_log_likelihood(outputs, y, likelihood: str, sigma: float = 1.0):
 def _output_hessian(outputs, likelihood: str, sigma: float):
     """Hessian Λ of −log p(y | f) in f per point: I/σ² or diag(p) − p pᵀ; shape (n, C, C)."""
     n, c = outputs.shape
-    if likelihood == "regression":
+    if likelihood == "gaussian":
         return jnp.broadcast_to(jnp.eye(c) / sigma**2, (n, c, c))
     p = jax.nn.softmax(outputs, axis=-1)
     return jax.vmap(jnp.diag)(p) - p[:, :, None] * p[:, None, :]
@@ -299,7 +300,7 @@ def sampled_predictive(posterior: LaplacePosterior, x, rng_key, num_samples: int
     Classification: class probabilities E_s softmax(f(x; θ_s)), (n, C).
     """
     f = predictive_samples(posterior, x, rng_key, num_samples)
-    if posterior.likelihood == "regression":
+    if posterior.likelihood == "gaussian":
         return f.mean(0), f.var(0) + posterior.sigma**2
     return jax.nn.softmax(f, axis=-1).mean(0)
 
@@ -329,7 +330,7 @@ def linearised_predictive(
     mean = posterior.model_fn(posterior.mean, x)
     cov = linearised_variance(posterior, x)
     var = jnp.diagonal(cov, axis1=1, axis2=2)
-    if posterior.likelihood == "regression":
+    if posterior.likelihood == "gaussian":
         return mean, var + posterior.sigma**2
     if method == "probit":
         return jax.nn.softmax(mean / jnp.sqrt(1.0 + jnp.pi / 8.0 * var), axis=-1)
@@ -396,13 +397,7 @@ def train_map(
 
     @jax.jit
     def run(p):
-        def step(carry, _):
-            p, state = carry
-            value, grad = jax.value_and_grad(loss)(p)
-            updates, state = opt.update(grad, state, p)
-            return (optax.apply_updates(p, updates), state), value
-
-        (p, _), trace = jax.lax.scan(step, (p, opt.init(p)), None, num_steps)
+        p, _, trace = optim.minimise(loss, p, opt, num_steps=num_steps)
         return p, trace
 
     return run(params)

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import optax
 
 from bnn_posteriors import nets, validate
+from bnn_posteriors.inference import optim
 from bnn_posteriors.validate import non_negative, positive, positive_int
 
 
@@ -122,16 +123,9 @@ def autoencoder_init(rng_key, num_params: int, latent_dim: int = 32, hidden=(256
     hidden = tuple(hidden)
     k_enc, k_dec = jax.random.split(rng_key)
 
-    def init(key, widths):
-        params = nets.mlp_init(key, widths)
-        return [
-            {"W": p["W"] * jnp.sqrt(2.0 / p["W"].shape[0]), "b": jnp.zeros_like(p["b"])}
-            for p in params
-        ]
-
     return {
-        "enc": init(k_enc, (num_params, *hidden, latent_dim)),
-        "dec": init(k_dec, (latent_dim, *hidden[::-1], num_params)),
+        "enc": nets.mlp_init(k_enc, (num_params, *hidden, latent_dim), scheme="he"),
+        "dec": nets.mlp_init(k_dec, (latent_dim, *hidden[::-1], num_params), scheme="he"),
     }
 
 
@@ -177,18 +171,17 @@ def _train_ae(ae, key, paths, lam_plus, lam_minus, lr, num_updates, batch_size, 
         l_plus, l_minus, l_d = autoencoder_losses(ae, u, u_next, u_neg, num_steps_T)
         return lam_plus * l_plus + lam_minus * l_minus + l_d, (l_plus, l_minus, l_d)
 
-    def step(carry, key):
-        ae, state = carry
+    def batch_loss(ae, key):
         k_i, k_t, k_p = jax.random.split(key, 3)
         i = jax.random.randint(k_i, (batch_size,), 0, n)
         t = jax.random.randint(k_t, (batch_size,), 0, t1 - 1)
         u, u_next = paths[i, t], paths[i, t + 1]
         u_neg = u[jax.random.permutation(k_p, batch_size)]  # reshuffled batch (Alg. 1 l. 19)
-        (value, terms), grads = jax.value_and_grad(loss, has_aux=True)(ae, u, u_next, u_neg)
-        updates, state = opt.update(grads, state, ae)
-        return (optax.apply_updates(ae, updates), state), jnp.stack([value, *terms])
+        return loss(ae, u, u_next, u_neg)
 
-    (ae, _), trace = jax.lax.scan(step, (ae, opt.init(ae)), jax.random.split(key, num_updates))
+    keys = jax.random.split(key, num_updates)
+    ae, _, (value, terms) = optim.minimise(batch_loss, ae, opt, xs=keys, has_aux=True)
+    trace = jnp.stack([value, *terms], axis=1)
     return ae, trace
 
 
@@ -241,6 +234,44 @@ def train_autoencoder(
         "z_end": encode(ae, paths[:, -1]),
     }
     return model, trace
+
+
+def walk_and_embed(
+    rng_key,
+    loss_fn,
+    theta_map,
+    *,
+    num_steps: int,
+    drift: float,
+    ae_updates: int,
+    learning_rate: float = 1e-3,
+    num_refine: int = 10,
+    num_particles: int = 10,
+    latent_dim: int = 32,
+    hidden=(256, 256),
+    ae_batch: int = 256,
+    ae_learning_rate: float = 1e-3,
+    lam_plus: float = 1.0,
+    lam_minus: float = 1.0,
+    num_components: int = 64,
+):
+    """Alg. 1 of [MBNN] end to end: phase 1 (:func:`sample_trajectories`, eqs. 3–5) and
+    phase 2 (:func:`train_autoencoder`, eq. 6) from the flat MAP ``theta_map`` (P,).
+
+    ``rng_key`` is split once, the first half for the walk and the second for the
+    autoencoder. Returns ``(trajectories (N, T, P), latent_model, trace (ae_updates, 4))``.
+    """
+    k_walk, k_ae = jax.random.split(rng_key)
+    paths, _ = sample_trajectories(
+        loss_fn, theta_map, k_walk, num_particles=num_particles, num_steps=num_steps,
+        num_refine=num_refine, drift=drift, learning_rate=learning_rate,
+    )  # fmt: skip
+    model, trace = train_autoencoder(
+        k_ae, paths, theta_map, latent_dim=latent_dim, hidden=hidden, num_updates=ae_updates,
+        batch_size=ae_batch, learning_rate=ae_learning_rate, lam_plus=lam_plus,
+        lam_minus=lam_minus, num_components=num_components,
+    )  # fmt: skip
+    return paths, model, trace
 
 
 def to_latent(model, thetas):
@@ -311,16 +342,16 @@ def refinement_loss(unravel, apply_fn, x, y, *, likelihood: str, sigma=1.0, prio
     classification: (1/n)Σ −log softmax(f)_y + (δ/2n)‖θ‖² (= L/n). ``regularised=False``
     drops the prior term (the training loss of C6.1). ``y``: (n, C) targets or (n,) labels.
     """
-    if likelihood not in ("regression", "classification"):
-        raise ValueError(f"likelihood must be 'regression' or 'classification', got {likelihood!r}")
+    if likelihood not in ("gaussian", "categorical"):
+        raise ValueError(f"likelihood must be 'gaussian' or 'categorical', got {likelihood!r}")
     x, y = jnp.asarray(x), jnp.asarray(y)
     n = x.shape[0]
-    weight = prior_precision * (sigma**2 if likelihood == "regression" else 0.5) / n
+    weight = prior_precision * (sigma**2 if likelihood == "gaussian" else 0.5) / n
     weight = weight if regularised else 0.0
 
     def loss(theta):
         f = apply_fn(unravel(theta), x)
-        if likelihood == "regression":
+        if likelihood == "gaussian":
             data = jnp.mean((y - f) ** 2)
         else:
             data = -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(f), y[:, None], axis=1))

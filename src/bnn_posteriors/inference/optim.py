@@ -1,4 +1,10 @@
-"""Gradient-based minimisation: Adam from many starts at once (``jax.vmap``), Newton polish."""
+"""Gradient-based minimisation: the package's one optimisation loop.
+
+:func:`minimise` runs an optax optimiser in one ``lax.scan``; MAP training, deep
+ensembles, MetricBNN's autoencoder and :func:`multistart_minimise` (Adam from many starts
+at once with ``jax.vmap``, then a saddle-free Newton polish) all step through it.
+Mean-field VI steps through NumPyro's ``SVI.update`` instead (:mod:`.vi`).
+"""
 
 from __future__ import annotations
 
@@ -32,6 +38,28 @@ def newton_step(loss_fn, params, *args):
     return unflatten(jnp.where(values[best] < value, proposals[best], flat))
 
 
+def minimise(loss_fn, params, optimiser, *, num_steps=None, xs=None, state=None, has_aux=False):
+    """Minimise ``loss_fn(params[, x_t])`` with ``optimiser`` (optax) in one ``lax.scan``.
+
+    Step t sees ``xs[t]`` (a random key, a minibatch's indices; leading axis = steps) if
+    ``xs`` is given, else ``num_steps`` steps see nothing. ``state`` continues an earlier
+    run's optimiser state (default: a fresh ``optimiser.init(params)``). With ``has_aux``
+    ``loss_fn`` returns ``(loss, aux)`` and the trace holds both. Traceable (jit, vmap).
+    Returns ``(params, state, trace)``: the trace of the loss at each step's start point.
+    """
+    value_and_grad = jax.value_and_grad(loss_fn, has_aux=has_aux)
+
+    def step(carry, x):
+        params, state = carry
+        value, grad = value_and_grad(params) if xs is None else value_and_grad(params, x)
+        updates, state = optimiser.update(grad, state, params)
+        return (optax.apply_updates(params, updates), state), value
+
+    state = optimiser.init(params) if state is None else state
+    (params, state), trace = jax.lax.scan(step, (params, state), xs, length=num_steps)
+    return params, state, trace
+
+
 @functools.partial(
     jax.jit, static_argnames=("loss_fn", "num_steps", "learning_rate", "newton_steps")
 )
@@ -40,13 +68,7 @@ def _run(loss_fn, inits, args, num_steps, learning_rate, newton_steps):
     opt = optax.adam(schedule)
 
     def one(params):
-        def step(carry, _):
-            params, state = carry
-            loss, grad = jax.value_and_grad(loss_fn)(params, *args)
-            updates, state = opt.update(grad, state, params)
-            return (optax.apply_updates(params, updates), state), loss
-
-        (params, _), trace = jax.lax.scan(step, (params, opt.init(params)), None, num_steps)
+        params, _, trace = minimise(lambda p: loss_fn(p, *args), params, opt, num_steps=num_steps)
         params = jax.lax.fori_loop(
             0, newton_steps, lambda _, p: newton_step(loss_fn, p, *args), params
         )

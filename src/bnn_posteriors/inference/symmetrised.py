@@ -1,130 +1,53 @@
 """Symmetrised mean-field VI over the hidden-unit permutations of an MLP ([SYM]).
 
 For a mean-field Gaussian q over the parameters ω of a one-hidden-layer MLP and
-the group G of permutations of its H hidden units, the symmetrised family is
+the group G of permutations of its H hidden units (:mod:`.permutations`), the
+symmetrised family is
 
     q_G(ω) = (1/|G|) Σ_{g∈G} q(g·ω).
 
 Prior and likelihood are G-invariant, so ELBO(q_G) = ELBO(q) + I(g; ω) with
 I(g; ω) = KL(q ‖ q_G) = E_q[log q(ω) − log q_G(ω)] ∈ [0, log|G|] ([SYM] §4).
-This module enumerates G, applies its elements to parameter pytrees, evaluates
-log q_G exactly (log-mean-exp over G), estimates I exactly over G or by the
-InfoNCE-style lower bound Î_K from K sampled permutations, and trains q by
-maximising ELBO(q) + λ·I (λ = 0: plain MFVI; λ = 1: symmetrised) with optax.
+This module evaluates log q_G exactly (log-permanent over G), estimates I exactly over G
+or by the InfoNCE-style lower bound Î_K from K sampled permutations, and fits q by
+maximising ELBO(q) + λ·I ([SYM] eq. 8; λ = 0: plain MFVI, λ = 1: symmetrised) with the
+package's one mean-field VI (:func:`bnn_posteriors.inference.vi.svi_steps`): the model
+:func:`bnn_posteriors.models.mlp_regression` or ``mlp_classification``, the guide
+:func:`~bnn_posteriors.inference.vi.mean_field_guide`, the objective
+:class:`SymmetrisedELBO` (``TraceMeanField_ELBO`` minus λ·I).
 
-A variational family is ``{"loc": params, "log_scale": params}`` where ``params``
-is an MLP pytree of :mod:`bnn_posteriors.nets` (``[{"W", "b"}, {"W", "b"}]``).
-Hidden unit j of a one-hidden-layer net is the row
-``u_j = (W₀[:, j], b₀[j], W₁[j, :])``; g permutes these rows and leaves b₁.
+q is held by layer, ``{"loc": layers, "log_scale": layers}`` (:mod:`.mean_field_family`).
+Hidden unit j of a one-hidden-layer net is the row ``u_j = (W₀[:, j], b₀[j], W₁[j, :])``;
+g permutes these rows and leaves b₁.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 
 import jax
 import jax.numpy as jnp
-import numpy as np
-import optax
 from jax.scipy.special import logsumexp
+from numpyro.infer import TraceMeanField_ELBO
 
 from .. import nets, validate
 from ..validate import positive_int
-from .mean_field import (
-    _HALF_LOG_2PI,
+from . import vi
+from .mean_field_family import (
+    HALF_LOG_2PI,
     LIKELIHOODS,
     _check_q,
+    from_guide_params,
     init_mean_field,
-    kl_to_prior,
     log_joint,
-    log_likelihood,
     log_q,
-    predictive_outputs,
+    mlp_model,
+    mlp_model_kwargs,
     sample_mean_field,
+    to_guide_params,
 )
-
-MAX_GROUP = 40_320  # 8!: the largest group enumerated explicitly
-MAX_EXACT_WIDTH = 16  # the largest layer whose I is computed exactly (log-permanent)
-
-
-# --------------------------------------------------------------------------- the group
-
-
-def group_size(widths) -> int:
-    """|G| = ∏_l H_l! for an MLP with widths ``(d_in, H_1, ..., H_K, d_out)`` ([SYM] §3)."""
-    widths = nets.check_widths(widths)
-    return math.prod(math.factorial(h) for h in widths[1:-1])
-
-
-def permutation_group(width: int, max_size: int = MAX_GROUP) -> np.ndarray:
-    """All ``width!`` permutations of ``0..width-1``, identity first: (width!, width) int32."""
-    width = positive_int("width", width)
-    if math.factorial(width) > max_size:
-        raise ValueError(
-            f"{width}! = {math.factorial(width)} permutations exceed max_size={max_size}; "
-            "use sampled permutations (infonce_bound) for wide layers"
-        )
-    return np.array(list(itertools.permutations(range(width))), dtype=np.int32)
-
-
-def random_permutations(rng_key, width: int, num: int):
-    """``num`` permutations of ``0..width-1`` drawn uniformly from G: (num, width)."""
-    width, num = positive_int("width", width), positive_int("num", num)
-    return jax.vmap(lambda k: jax.random.permutation(k, width))(jax.random.split(rng_key, num))
-
-
-def permute_params(params: list[dict], perms, layer: int = 0) -> list[dict]:
-    """g·ω for a batch of permutations g of hidden layer ``layer``: leaves gain a (G,) axis.
-
-    Same convention as :func:`bnn_posteriors.nets.permute_hidden` (new unit j is old unit
-    ``perm[j]``), vectorised with one gather per array; ``perms``: (G, H) integers.
-    """
-    n_hidden = len(params) - 1
-    if not (isinstance(layer, int) and 0 <= layer < n_hidden):
-        raise ValueError(f"layer must index a hidden layer in [0, {n_hidden - 1}], got {layer!r}")
-    width = params[layer]["W"].shape[1]
-    perms = jnp.asarray(perms)
-    if perms.ndim != 2 or perms.shape[1] != width or not jnp.issubdtype(perms.dtype, jnp.integer):
-        raise ValueError(f"perms must be integers of shape (G, {width}), got {perms.shape}")
-    out = []
-    for i, p in enumerate(params):
-        new = {k: jnp.broadcast_to(v, (perms.shape[0], *jnp.shape(v))) for k, v in p.items()}
-        if i == layer:
-            new["W"] = jnp.moveaxis(jnp.asarray(p["W"])[:, perms], 1, 0)
-            if "b" in p:
-                new["b"] = jnp.asarray(p["b"])[perms]
-        if i == layer + 1:
-            new["W"] = jnp.asarray(p["W"])[perms, :]
-        out.append(new)
-    return out
-
-
-def permutation_orbit(params: list[dict]) -> list[dict]:
-    """All |G| = ∏_l H_l! copies g·ω, permuting every hidden layer: leaves gain a (|G|,) axis.
-
-    Built layer by layer with :func:`permute_params` (hence the convention of
-    :func:`bnn_posteriors.nets.permute_hidden`); the identity comes first. |G| ≤ ``MAX_GROUP``.
-    """
-    n_hidden = len(params) - 1
-    if n_hidden < 1:
-        raise ValueError("params has no hidden layer (it needs at least two layers)")
-    widths = [params[layer]["W"].shape[1] for layer in range(n_hidden)]
-    if math.prod(math.factorial(h) for h in widths) > MAX_GROUP:
-        raise ValueError(f"|G| for hidden widths {widths} exceeds max {MAX_GROUP}")
-    out = params
-    for layer, width in enumerate(widths):
-        group = jnp.asarray(permutation_group(width))
-
-        def apply(p, layer=layer, group=group):
-            return permute_params(p, group, layer)
-
-        for _ in range(layer):
-            apply = jax.vmap(apply)
-        out = apply(out)
-    return jax.tree.map(lambda v: v.reshape(-1, *v.shape[n_hidden:]), out)
-
+from .permutations import MAX_EXACT_WIDTH, log_permanent, permute_params, random_permutations
 
 # --------------------------------------------------------------------------- q under G
 
@@ -148,7 +71,7 @@ def unit_log_densities(q: dict, params) -> jax.Array:
     mu, log_s = _units(q["loc"]), _units(q["log_scale"])
     u = _units(params)
     z = (u[None, :, :] - mu[:, None, :]) * jnp.exp(-log_s)[:, None, :]
-    return jnp.sum(-0.5 * z**2 - log_s[:, None, :] - _HALF_LOG_2PI, axis=-1)
+    return jnp.sum(-0.5 * z**2 - log_s[:, None, :] - HALF_LOG_2PI, axis=-1)
 
 
 def log_ratios(q: dict, params, perms) -> jax.Array:
@@ -158,44 +81,6 @@ def log_ratios(q: dict, params, perms) -> jax.Array:
     perms = jnp.asarray(perms)
     rows = jnp.arange(L.shape[0])
     return jnp.sum(L[rows[None, :], perms], axis=1) - jnp.trace(L)
-
-
-@functools.cache
-def _subset_tables(width: int):
-    """Index tables of the subset recursion of :func:`log_permanent`, one per subset size r.
-
-    The column subsets S of size r are listed in a fixed order; for each, ``prev`` (C(H,r), r)
-    holds the positions of the subsets S∖{k} in the list of size r − 1 and ``cols`` the k ∈ S.
-    """
-    masks = np.arange(2**width)
-    sizes = np.array([bin(m).count("1") for m in masks])
-    position = np.zeros(2**width, dtype=np.int32)
-    tables = []
-    for r in range(width + 1):
-        subsets = masks[sizes == r]
-        position[subsets] = np.arange(subsets.size)
-        if r:
-            cols = np.array([[k for k in range(width) if m >> k & 1] for m in subsets])
-            tables.append((position[subsets[:, None] ^ (1 << cols)], cols.astype(np.int32)))
-    return tables
-
-
-def log_permanent(L) -> jax.Array:
-    """log perm(exp L) = log Σ_π ∏_j exp(L[j, π(j)]) over all H! permutations, (H, H) → ().
-
-    Exact, by the recursion over column subsets f(S) = log Σ_{k∈S} exp(f(S∖{k}) + L[|S|−1, k])
-    in O(H·2^H) instead of O(H·H!) operations; H ≤ ``MAX_EXACT_WIDTH``.
-    """
-    L = jnp.asarray(L)
-    width = L.shape[0]
-    if L.ndim != 2 or L.shape[1] != width:
-        raise ValueError(f"L must be a square matrix, got shape {L.shape}")
-    if width > MAX_EXACT_WIDTH:
-        raise ValueError(f"exact log-permanent for H ≤ {MAX_EXACT_WIDTH}, got H = {width}")
-    f = jnp.zeros(1, dtype=L.dtype)
-    for r, (prev, cols) in enumerate(_subset_tables(width)):
-        f = logsumexp(f[prev] + L[r][cols], axis=1)
-    return f[0]
 
 
 def log_q_symmetrised(q: dict, params, perms=None) -> jax.Array:
@@ -233,7 +118,7 @@ def mutual_information(rng_key, q: dict, num_samples: int = 1000, perms=None):
     _check_one_hidden(q)
     draws = sample_mean_field(rng_key, q, num_samples)
     values = jax.vmap(lambda w: _mi_terms(q, w, perms))(draws)
-    return _mean_se(values)
+    return mean_se(values)
 
 
 def infonce_bound(rng_key, q: dict, num_perms: int, num_samples: int = 1000):
@@ -254,7 +139,7 @@ def infonce_bound(rng_key, q: dict, num_perms: int, num_samples: int = 1000):
         perms = random_permutations(key, width, max(num_perms - 1, 1))[: num_perms - 1]
         return _infonce_terms(q, w, perms)
 
-    return _mean_se(jax.vmap(one)(draws, keys))
+    return mean_se(jax.vmap(one)(draws, keys))
 
 
 def infonce_curve(rng_key, q: dict, ks, num_samples: int = 1000, *, paired: bool = False):
@@ -291,7 +176,19 @@ def infonce_curve(rng_key, q: dict, ks, num_samples: int = 1000, *, paired: bool
     return jnp.mean(values, axis=0), jnp.std(values, axis=0, ddof=1) / math.sqrt(num_samples)
 
 
-# --------------------------------------------------------------------------- the ELBO
+def sample_symmetrised(rng_key, q: dict, num_samples: int):
+    """ω ~ q_G: ω = g·ω₀ with ω₀ ~ q and g ~ Uniform(G), each leaf (num_samples, ...).
+
+    ω₀ are the draws of :func:`sample_mean_field` with the first half of ``rng_key``'s split,
+    so ``sample_mean_field(jax.random.split(rng_key)[0], q, n)`` gives the same ω₀.
+    """
+    _check_one_hidden(q)
+    k_w, k_g = jax.random.split(rng_key)
+    draws = sample_mean_field(k_w, q, num_samples)
+    perms = random_permutations(k_g, q["loc"][0]["W"].shape[1], num_samples)
+    return jax.vmap(lambda w, p: jax.tree.map(lambda v: v[0], permute_params(w, p[None])))(
+        draws, perms
+    )
 
 
 def elbo_samples(
@@ -307,122 +204,94 @@ def elbo_samples(
 ) -> jax.Array:
     """Per-draw values of log p(y, ω) − log r(ω) with ω ~ r, r = q or r = q_G.
 
-    For q_G: ω = g·ω₀ with ω₀ ~ q, g ~ Uniform(G) and log q_G exact over G.
+    For q_G: ω = g·ω₀ (:func:`sample_symmetrised`) and log q_G exact over G; both use the
+    same ω₀ for the same key. log p(y, ω) is the model's (:func:`.mean_field_family.log_joint`).
     Their mean is an unbiased estimate of ELBO(r); shape (num_samples,).
     """
     validate.check_xy(x, y, where="elbo_samples", ndim=(2,))
-    k_w, k_g = jax.random.split(rng_key)
-    draws = sample_mean_field(k_w, q, num_samples)
 
     def joint(w):
         return log_joint(w, x, y, prior_scale=prior_scale, **likelihood_kwargs)
 
     if not symmetrised:
+        draws = sample_mean_field(jax.random.split(rng_key)[0], q, num_samples)
         return jax.vmap(lambda w: joint(w) - log_q(q, w))(draws)
-    _check_one_hidden(q)
-    perms = random_permutations(k_g, q["loc"][0]["W"].shape[1], num_samples)
-
-    def one(w, perm):
-        w = jax.tree.map(lambda v: v[0], permute_params(w, perm[None]))
-        return joint(w) - log_q_symmetrised(q, w)
-
-    return jax.vmap(one)(draws, perms)
+    draws = sample_symmetrised(rng_key, q, num_samples)
+    return jax.vmap(lambda w: joint(w) - log_q_symmetrised(q, w))(draws)
 
 
-def negative_objective(
-    q: dict,
-    rng_key,
-    x,
-    y,
-    *,
-    mi_weight=0.0,
-    num_particles: int = 1,
-    num_perms: int | None = None,
-    prior_scale: float = 1.0,
-    likelihood: str = "gaussian",
-    noise: float = 1.0,
-    activation: str = "relu",
-) -> jax.Array:
-    """−(ELBO(q) + λ·Î): the loss of plain (λ = 0) or symmetrised (λ = 1) MFVI ([SYM] eq. 8).
+# --------------------------------------------------------------------------- the objective
 
-    ELBO(q) = E_q[log p(y | x, ω)] − KL(q ‖ p) (KL closed form, expectation by
-    ``num_particles`` reparameterised draws). Î is exact over G if ``num_perms`` is
-    None, else the InfoNCE bound Î_K with K = ``num_perms`` fresh permutations per draw.
+
+def mi_term(rng_key, q: dict, num_draws: int, num_perms: int | None = None) -> jax.Array:
+    """The I of [SYM] eq. 8 as trained: the mean over ``num_draws`` reparameterised ω ~ q of
+    log q(ω) − log q_G(ω), exact over G (``num_perms`` None) or the InfoNCE term of Î_K with
+    K = ``num_perms`` (K − 1 fresh permutations per draw). Differentiable in q.
     """
     k_w, k_p = jax.random.split(rng_key)
-    draws = sample_mean_field(k_w, q, num_particles)
-    kw = dict(likelihood=likelihood, noise=noise, activation=activation)
-    ell = jnp.mean(jax.vmap(lambda w: log_likelihood(w, x, y, **kw))(draws))
-    elbo = ell - kl_to_prior(q, prior_scale)
-    width = q["loc"][0]["W"].shape[1]
+    draws = sample_mean_field(k_w, q, num_draws)
     if num_perms is None:
-        mi = jnp.mean(jax.vmap(lambda w: _mi_terms(q, w))(draws))
-    else:
-        keys = jax.random.split(k_p, num_particles)
-        mi = jnp.mean(
-            jax.vmap(
-                lambda w, k: _infonce_terms(q, w, random_permutations(k, width, num_perms - 1))
-            )(draws, keys)
-        )
-    return -(elbo + mi_weight * mi)
+        return jnp.mean(jax.vmap(lambda w: _mi_terms(q, w))(draws))
+    width = q["loc"][0]["W"].shape[1]
+
+    def one(w, key):
+        return _infonce_terms(q, w, random_permutations(key, width, num_perms - 1))
+
+    return jnp.mean(jax.vmap(one)(draws, jax.random.split(k_p, num_draws)))
+
+
+class SymmetrisedELBO(TraceMeanField_ELBO):
+    """−(ELBO(q) + λ·I): ``TraceMeanField_ELBO`` with the symmetrisation term of [SYM] eq. 8.
+
+    ELBO(q) as NumPyro's mean-field ELBO (closed-form KL, ``num_particles`` draws for the
+    expected log-likelihood); I by :func:`mi_term` from the guide's parameters (``param_map``:
+    ``W0_auto_loc``, ``W0_auto_scale``, ...) on ``num_particles`` draws of its own, exact over
+    G or Î_K with K = ``num_perms``. ``mi_weight`` λ may be traced (vmapped over runs).
+    """
+
+    def __init__(self, mi_weight=0.0, *, num_particles: int = 1, num_perms: int | None = None):
+        super().__init__(num_particles=num_particles)
+        self.mi_weight = mi_weight
+        self.num_perms = num_perms
+
+    def loss_with_mutable_state(self, rng_key, param_map, model, guide, *args, **kwargs):
+        k_elbo, k_mi = jax.random.split(rng_key)
+        out = super().loss_with_mutable_state(k_elbo, param_map, model, guide, *args, **kwargs)
+        mi = mi_term(k_mi, from_guide_params(param_map), self.num_particles, self.num_perms)
+        return {**out, "loss": out["loss"] - self.mi_weight * mi}
 
 
 @functools.partial(
     jax.jit,
-    static_argnames=(
-        "widths",
-        "num_steps",
-        "learning_rate",
-        "num_particles",
-        "num_perms",
-        "prior_scale",
-        "likelihood",
-        "noise",
-        "activation",
-        "init_scale",
-    ),
-)
+    static_argnames=("num_steps", "learning_rate", "num_particles", "num_perms", "init_scale",
+                     "model_settings"),
+)  # fmt: skip
 def _fit(
-    rng_key,
-    x,
-    y,
-    mi_weight,
-    *,
-    widths,
-    num_steps,
-    learning_rate,
-    num_particles,
-    num_perms,
-    prior_scale,
-    likelihood,
-    noise,
-    activation,
-    init_scale,
-):
+    rng_key, x, y, mi_weight, *, num_steps, learning_rate, num_particles, num_perms, init_scale,
+    model_settings,
+):  # fmt: skip
+    """One run: q by layer (log sds) and the losses (num_steps,)."""
+    settings = dict(model_settings)
+    likelihood = settings.pop("likelihood")
     k_init, k_steps = jax.random.split(rng_key)
-    q = init_mean_field(k_init, widths, init_scale=init_scale)
-    opt = optax.adam(optax.cosine_decay_schedule(learning_rate, num_steps, alpha=1e-2))
-    loss_fn = functools.partial(
-        negative_objective,
-        x=x,
-        y=y,
-        mi_weight=mi_weight,
-        num_particles=num_particles,
-        num_perms=num_perms,
-        prior_scale=prior_scale,
-        likelihood=likelihood,
-        noise=noise,
-        activation=activation,
+    start = init_mean_field(k_init, settings["widths"], init_scale=init_scale)
+    model = mlp_model(likelihood)
+    guide = vi.mean_field_guide(
+        model, init_loc=nets.sites(start["loc"]), init_scale=init_scale, scale_transform="exp"
     )
-
-    def step(carry, key):
-        q, state = carry
-        loss, grad = jax.value_and_grad(loss_fn)(q, key)
-        updates, state = opt.update(grad, state, q)
-        return (optax.apply_updates(q, updates), state), loss
-
-    (q, _), losses = jax.lax.scan(step, (q, opt.init(q)), jax.random.split(k_steps, num_steps))
-    return q, losses
+    params, losses = vi.svi_steps(
+        k_steps,
+        model,
+        guide,
+        mlp_model_kwargs(x, y, likelihood=likelihood, **settings),
+        num_steps=num_steps,
+        learning_rate=learning_rate,
+        schedule="cosine",
+        num_particles=num_particles,
+        init_params=to_guide_params(start),
+        elbo=SymmetrisedELBO(mi_weight, num_particles=num_particles, num_perms=num_perms),
+    )
+    return from_guide_params(params), losses
 
 
 def fit_mean_field(
@@ -444,29 +313,33 @@ def fit_mean_field(
 ):
     """Fit plain (λ = 0) and symmetrised (λ = 1) MFVI, vectorised over runs with ``jax.vmap``.
 
-    ``rng_keys`` (R, 2) and ``mi_weights`` (R,) give one run each (init and MC draws from
-    the key). Adam with cosine decay over ``num_steps`` full-batch steps of
-    :func:`negative_objective`; ``widths`` = (d_in, H, d_out), one hidden layer.
-    Returns ``(q, losses)``: q's leaves gain a leading (R,) axis, losses (R, num_steps).
+    ``rng_keys`` (R, 2) and ``mi_weights`` (R,) give one run each (start and Monte-Carlo
+    draws from the key). Each run is :func:`bnn_posteriors.inference.vi.svi_steps` on
+    :class:`SymmetrisedELBO`: Adam with cosine decay over ``num_steps`` full-batch steps,
+    from weight means ~ N(0, 1/d_in), bias means 0 and sds ``init_scale``
+    (:func:`.mean_field_family.init_mean_field`); ``widths`` = (d_in, H, d_out), one hidden
+    layer. Returns ``(q, losses)``: q = ``{"loc", "log_scale"}`` by layer with a leading
+    (R,) axis on every leaf, losses (R, num_steps) = −(ELBO + λ·I) along the way.
     """
+    where = "fit_mean_field"
     widths = nets.check_widths(widths)
     if len(widths) != 3:
         raise ValueError(f"symmetrised MFVI needs one hidden layer, got widths {widths}")
     if likelihood not in LIKELIHOODS:
         raise ValueError(f"unknown likelihood {likelihood!r}; choose one of {LIKELIHOODS}")
     for name, v in (("num_steps", num_steps), ("num_particles", num_particles)):
-        positive_int(name, v)
+        positive_int(name, v, where=where)
     if num_perms is None:
         if widths[1] > MAX_EXACT_WIDTH:
             raise ValueError(
                 f"exact I needs H ≤ {MAX_EXACT_WIDTH}, got {widths[1]}; pass num_perms (K)"
             )
-    elif positive_int("num_perms", num_perms) < 2:
+    elif positive_int("num_perms", num_perms, where=where) < 2:
         raise ValueError(f"num_perms (K) must be at least 2, got {num_perms}")
     for name, v in (("learning_rate", learning_rate), ("prior_scale", prior_scale),
                     ("noise", noise), ("init_scale", init_scale)):  # fmt: skip
-        validate.positive(name, v, where="fit_mean_field")
-    x, y = map(jnp.asarray, validate.check_xy(x, y, where="fit_mean_field", ndim=(2,)))
+        validate.positive(name, v, where=where)
+    x, y = map(jnp.asarray, validate.check_xy(x, y, where=where, ndim=(2,)))
     if likelihood == "categorical":
         y = y.astype(jnp.int32)
     rng_keys = jnp.asarray(rng_keys)
@@ -475,65 +348,24 @@ def fit_mean_field(
         raise ValueError(
             f"rng_keys {rng_keys.shape} and mi_weights {mi_weights.shape} need one row per run"
         )
+    model_settings = (("likelihood", likelihood), ("widths", widths), ("activation", activation),
+                      ("prior_scale", float(prior_scale)), ("noise", float(noise)))  # fmt: skip
     settings = dict(
-        widths=widths,
         num_steps=num_steps,
         learning_rate=float(learning_rate),
         num_particles=num_particles,
         num_perms=num_perms,
-        prior_scale=float(prior_scale),
-        likelihood=likelihood,
-        noise=float(noise),
-        activation=activation,
         init_scale=float(init_scale),
+        model_settings=model_settings,
     )
     return jax.vmap(lambda k, lam: _fit(k, x, y, lam, **settings))(rng_keys, mi_weights)
-
-
-def evaluate(
-    rng_key,
-    q: dict,
-    x,
-    y,
-    x_test,
-    *,
-    num_samples: int = 256,
-    num_perms: int | None = None,
-    prior_scale: float = 1.0,
-    likelihood: str = "gaussian",
-    noise: float = 1.0,
-    activation: str = "relu",
-) -> dict:
-    """ELBO(q), I (exact, or Î_K with K = ``num_perms``) and the predictive on ``x_test``.
-
-    ``elbo`` = E_q[log p(y | x, ω)] (``num_samples`` draws) − KL(q ‖ p) (closed form);
-    ELBO(q_G) = ``elbo`` + ``mi`` (a lower bound when Î_K is used). ``predictive``:
-    the Monte-Carlo predictive mean of the outputs (Gaussian: means (n_test,)) or of the
-    class probabilities (categorical: (n_test, C)), and ``outputs`` the draws themselves
-    (Gaussian only; for :func:`bnn_posteriors.metrics.lppd`). q and q_G predict alike.
-    """
-    x, y = map(jnp.asarray, validate.check_xy(x, y, where="evaluate", ndim=(2,)))
-    k_w, k_mi, k_f = jax.random.split(rng_key, 3)
-    kw = dict(likelihood=likelihood, noise=noise, activation=activation)
-    draws = sample_mean_field(k_w, q, num_samples)
-    ell = jnp.mean(jax.vmap(lambda w: log_likelihood(w, x, y, **kw))(draws))
-    if num_perms is None:
-        mi = mutual_information(k_mi, q, num_samples)[0]
-    else:
-        mi = infonce_bound(k_mi, q, num_perms, num_samples)[0]
-    f = predictive_outputs(k_f, q, jnp.asarray(x_test), num_samples, activation=activation)
-    out = {"elbo": ell - kl_to_prior(q, prior_scale), "mi": mi}
-    if likelihood == "categorical":
-        out["predictive"] = jnp.mean(jax.nn.softmax(f, axis=-1), axis=0)
-    else:
-        out["predictive"], out["outputs"] = jnp.mean(f[..., 0], axis=0), f[..., 0]
-    return out
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-def _mean_se(values):
+def mean_se(values):
+    """Mean and standard error (sd with ddof 1 over √n) of the draws ``values`` (n,)."""
     values = jnp.asarray(values)
     return jnp.mean(values), jnp.std(values, ddof=1) / math.sqrt(values.shape[0])
 

@@ -22,14 +22,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
-import numpyro.distributions as dist
-import optax
 from jax.scipy.special import ndtr
-from numpyro.infer import SVI, TraceMeanField_ELBO
-from numpyro.optim import optax_to_numpyro
+from numpyro.infer import TraceMeanField_ELBO
 
 from .. import models, nets, validate
 from ..validate import positive, positive_array, positive_int
+from . import vi
 
 SITES = ("W0", "W1")
 LIKELIHOODS = ("gaussian", "categorical")
@@ -132,29 +130,23 @@ def _check_params(params: dict) -> None:
         raise ValueError("W0 (d_in, N) and W1 (N, d_out) disagree on the width N")
 
 
-def mean_field_guide(init: dict):
-    """Mean-field Gaussian guide q_θ = ∏ N(μ, σ²) over the sites ``W0``, ``W1``.
-
-    Sample sites are drawn as μ + σ ⊙ z (reparametrised); parameters ``<site>_loc`` and
-    ``<site>_scale`` (positive) start at ``init`` (:func:`init_params`).
+def to_guide_params(params: dict) -> dict:
+    """The parameter dict of the module docstring as :func:`vi.mean_field_guide`'s names
+    (``W0_loc`` → ``W0_auto_loc``); :func:`from_guide_params` is its inverse.
     """
-    _check_params(init)
-
-    def guide(*args, **kwargs):
-        for site in SITES:
-            loc = numpyro.param(f"{site}_loc", init[f"{site}_loc"])
-            scale = numpyro.param(
-                f"{site}_scale", init[f"{site}_scale"], constraint=dist.constraints.positive
-            )
-            numpyro.sample(site, dist.Normal(loc, scale).to_event(2))
-
-    return guide
+    _check_params(params)
+    return {f"{s}_auto_{k}": params[f"{s}_{k}"] for s in SITES for k in ("loc", "scale")}
 
 
-def tempered_guide(guide, eta):
-    """The guide with every site scaled by η: ``TraceMeanField_ELBO`` then uses η·KL."""
-    positive_array("eta", eta, where="tempered_guide")
-    return numpyro.handlers.scale(guide, scale=eta)
+def from_guide_params(params: dict) -> dict:
+    """Inverse of :func:`to_guide_params`."""
+    return {f"{s}_{k}": params[f"{s}_auto_{k}"] for s in SITES for k in ("loc", "scale")}
+
+
+def _guide(start: dict):
+    """q_θ: ``AutoNormal`` over ``W0``, ``W1`` with exp-parametrised sds, starting at ``start``."""
+    init_loc = {s: start[f"{s}_loc"] for s in SITES}
+    return vi.mean_field_guide(model, init_loc=init_loc, scale_transform="exp")
 
 
 # --------------------------------------------------------------------------- fitting
@@ -196,21 +188,15 @@ def fit_tempered(
         raise ValueError(f"etas must be {want}, got shape {etas.shape}")
     positive_array("eta", np.asarray(etas), where="fit_tempered")
     _check_params(jax.tree.map(lambda a: a[0], init) if batched else init)
-    schedule = optax.cosine_decay_schedule(learning_rate, num_steps, alpha=1e-2)
-    optimizer = optax_to_numpyro(optax.adam(schedule))
     fixed = {k: v for k, v in model_kwargs.items() if k not in batched}
 
     def one(key, eta, start, data):
-        kwargs = {**fixed, **data}
-        svi = SVI(model, tempered_guide(mean_field_guide(start), eta), optimizer,
-                  TraceMeanField_ELBO(num_particles=num_particles))  # fmt: skip
-        state = svi.init(key, **kwargs)
-
-        def step(state, _):
-            return svi.update(state, **kwargs)
-
-        state, losses = jax.lax.scan(step, state, None, length=num_steps)
-        return svi.get_params(state), losses
+        params, losses = vi.svi_steps(
+            key, model, _guide(start), {**fixed, **data}, num_steps=num_steps,
+            learning_rate=learning_rate, num_particles=num_particles, temperature=eta,
+            init_params=to_guide_params(start),
+        )  # fmt: skip
+        return from_guide_params(params), losses
 
     over_eta = jax.vmap(one, in_axes=(0, 0, None, None))
     if not batched:
@@ -234,10 +220,13 @@ def mc_elbo_terms(rng_key, params: dict, model_kwargs: dict, eta=1.0, *, num_par
     """
     positive_array("eta", eta, where="mc_elbo_terms")
     _check_params(params)
-    guide = tempered_guide(mean_field_guide(params), eta)
+    guide = _guide(params)
+    # build the guide's prototype now, so that the ELBO's draws depend on rng_key alone
+    numpyro.handlers.seed(guide, rng_seed=0)(**model_kwargs)
+    guide = numpyro.handlers.scale(guide, scale=eta)
     loss = TraceMeanField_ELBO(num_particles=positive_int("num_particles", num_particles),
                                sum_sites=False)  # fmt: skip
-    per_site = loss.loss(rng_key, {}, model, guide, **model_kwargs)
+    per_site = loss.loss(rng_key, to_guide_params(params), model, guide, **model_kwargs)
     kl = sum(per_site[s] for s in SITES) / eta
     ell = -per_site["y"]
     return {"kl": kl, "expected_log_lik": ell, "elbo": -eta * kl + ell}

@@ -1,23 +1,111 @@
-"""Mean-field variational inference with NumPyro SVI.
+"""Mean-field variational inference: the one implementation of the package.
 
-The guide is NumPyro's ``AutoNormal`` (a factorised Gaussian over every latent
-site); the objective is ``TraceMeanField_ELBO``, which uses the analytic
-KL(q‖p) where NumPyro has one (Gaussian against Gaussian) and Monte Carlo for
-the expected log-likelihood.
+q(θ) = Π_j N(θ_j; m_j, s_j²) over every latent site of a NumPyro model, as NumPyro's
+``AutoNormal`` guide; the objective is ``TraceMeanField_ELBO``, which uses the analytic
+KL(q‖p) where NumPyro has one (Gaussian against Gaussian) and Monte Carlo for the
+expected log-likelihood. The choices the papers differ in are arguments:
+
+- the initial means (``init_loc``: NumPyro's uniform default, Glorot-normal kernels as
+  [SAP] App. D.7, or a start of the caller's) and the initial sds (``init_scale``);
+- how the sds are parametrised (``scale_transform``: softplus, NumPyro's default, or exp);
+- the step size (``schedule``: cosine-decayed or constant Adam);
+- the temperature η of ELBO_η = E_q log p(y | θ) − η KL(q‖p) ([TEMP]), applied by
+  ``numpyro.handlers.scale`` on the guide, whose sites carry the analytic KL.
+
+:func:`fit_mfvi` validates and fits; :func:`svi_steps` is the traceable core that
+callers vectorise with ``jax.vmap`` (over temperatures, starts or data sets).
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+import numpyro
 import optax
+from numpyro.distributions import constraints
 from numpyro.infer import SVI, TraceMeanField_ELBO
 from numpyro.infer.autoguide import AutoNormal
+from numpyro.infer.initialization import init_to_uniform, init_to_value
 from numpyro.optim import optax_to_numpyro
 
-from .. import theory, validate
+from .. import nets, theory, validate
 from ..validate import positive
 from . import optim
+
+SCHEDULES = ("cosine", "constant")
+SCALE_TRANSFORMS = ("softplus", "exp")
+
+
+class _AutoNormalExp(AutoNormal):
+    """``AutoNormal`` whose sds are exp of an unconstrained parameter (not softplus)."""
+
+    scale_constraint = constraints.positive
+
+
+def mean_field_guide(model, *, init_loc=None, init_scale=0.1, scale_transform="softplus"):
+    """The mean-field Gaussian guide of ``model``: ``AutoNormal`` with the given start.
+
+    ``init_loc`` maps latent sites to their initial means (None: NumPyro's uniform
+    initialisation in the unconstrained space); every sd starts at ``init_scale``.
+    Parameters are named ``<site>_auto_loc`` and ``<site>_auto_scale``.
+    """
+    if scale_transform not in SCALE_TRANSFORMS:
+        raise ValueError(
+            f"scale_transform must be one of {SCALE_TRANSFORMS}, got {scale_transform!r}"
+        )
+    guide_class = AutoNormal if scale_transform == "softplus" else _AutoNormalExp
+    init_loc_fn = init_to_uniform if init_loc is None else init_to_value(values=init_loc)
+    return guide_class(model, init_loc_fn=init_loc_fn, init_scale=init_scale)
+
+
+def learning_rate_schedule(schedule: str, learning_rate: float, num_steps: int):
+    """Adam's step size: cosine decay to 1 % over ``num_steps``, or constant."""
+    if schedule == "cosine":
+        return optax.cosine_decay_schedule(learning_rate, num_steps, alpha=1e-2)
+    if schedule == "constant":
+        return learning_rate
+    raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+
+
+def svi_steps(
+    rng_key,
+    model,
+    guide,
+    model_kwargs: dict,
+    *,
+    num_steps: int,
+    learning_rate: float,
+    schedule: str = "cosine",
+    num_particles: int = 1,
+    temperature=None,
+    init_params: dict | None = None,
+    elbo=None,
+):
+    """``num_steps`` full-batch Adam steps on the (tempered) negative ELBO, in one ``scan``.
+
+    ``temperature`` η (None: 1, untouched) scales the guide's sites, so the KL term of
+    ``TraceMeanField_ELBO`` is η·KL. ``init_params`` overrides the guide's initial
+    parameters (``<site>_auto_loc``/``<site>_auto_scale``, constrained values). Traceable:
+    no validation, safe under ``jax.vmap``. ``elbo``: the objective, a NumPyro ELBO object
+    (default ``TraceMeanField_ELBO(num_particles)``; a subclass adds terms to it, as the
+    symmetrised objective of [SYM] does). Returns ``(params, losses (num_steps,))``.
+    """
+    scaled = guide if temperature is None else numpyro.handlers.scale(guide, scale=temperature)
+    optimiser = optax.adam(learning_rate_schedule(schedule, learning_rate, num_steps))
+    svi = SVI(
+        model,
+        scaled,
+        optax_to_numpyro(optimiser),
+        TraceMeanField_ELBO(num_particles=num_particles) if elbo is None else elbo,
+    )
+    state = svi.init(rng_key, init_params=init_params, **model_kwargs)
+
+    def step(state, _):
+        return svi.update(state, **model_kwargs)
+
+    state, losses = jax.lax.scan(step, state, None, length=num_steps)
+    return svi.get_params(state), losses
 
 
 def fit_mfvi(
@@ -27,38 +115,56 @@ def fit_mfvi(
     *,
     num_steps: int = 5000,
     learning_rate: float = 1e-2,
+    schedule: str = "cosine",
     num_particles: int = 8,
+    init_loc: dict | None = None,
     init_scale: float = 0.1,
-    progress_bar: bool = False,
+    scale_transform: str = "softplus",
+    temperature: float | None = None,
 ):
-    """Fit a mean-field Gaussian q to ``model``'s posterior by maximising the ELBO.
+    """Fit a mean-field Gaussian q to ``model``'s posterior by maximising the (tempered) ELBO.
 
-    Adam with a cosine-decayed learning rate; ``num_particles`` Monte-Carlo draws
-    per step for the expected log-likelihood.
-    Returns ``dict(loc=..., scale=..., losses=(num_steps,))`` where ``loc`` and
-    ``scale`` map each latent site to its variational mean and standard deviation.
+    Adam (``schedule``: cosine-decayed or constant) from the start given by ``init_loc``
+    and ``init_scale`` (:func:`mean_field_guide`); ``num_particles`` Monte-Carlo draws per
+    step for the expected log-likelihood; η = ``temperature`` multiplies the KL.
+    Returns ``dict(loc, scale, losses (num_steps,), params)`` where ``loc`` and ``scale``
+    map each latent site to its variational mean and standard deviation.
     """
-    validate.check_model_data(model_kwargs, where="fit_mfvi")
-    validate.positive_int("num_steps", num_steps, where="fit_mfvi")
-    validate.positive_int("num_particles", num_particles, where="fit_mfvi")
-    validate.positive("learning_rate", learning_rate, where="fit_mfvi")
-    validate.positive("init_scale", init_scale, where="fit_mfvi")
-    guide = AutoNormal(model, init_scale=init_scale)
-    schedule = optax.cosine_decay_schedule(learning_rate, num_steps, alpha=1e-2)
-    svi = SVI(
+    where = "fit_mfvi"
+    validate.check_model_data(model_kwargs, where=where)
+    validate.positive_int("num_steps", num_steps, where=where)
+    validate.positive_int("num_particles", num_particles, where=where)
+    validate.positive("learning_rate", learning_rate, where=where)
+    validate.positive("init_scale", init_scale, where=where)
+    if temperature is not None:
+        validate.positive("temperature", temperature, where=where)
+    learning_rate_schedule(schedule, learning_rate, num_steps)  # rejects an unknown schedule
+    guide = mean_field_guide(
+        model, init_loc=init_loc, init_scale=init_scale, scale_transform=scale_transform
+    )
+    params, losses = svi_steps(
+        rng_key,
         model,
         guide,
-        optax_to_numpyro(optax.adam(schedule)),
-        TraceMeanField_ELBO(num_particles=num_particles),
+        model_kwargs,
+        num_steps=num_steps,
+        learning_rate=learning_rate,
+        schedule=schedule,
+        num_particles=num_particles,
+        temperature=temperature,
     )
-    result = svi.run(rng_key, num_steps, progress_bar=progress_bar, **model_kwargs)
-    median = guide.median(result.params)
-    scales = {
-        name[: -len("_auto_scale")]: value
-        for name, value in result.params.items()
-        if name.endswith("_auto_scale")
+    return {
+        "loc": guide.median(params),
+        "scale": site_params(params, "scale"),
+        "losses": losses,
+        "params": params,
     }
-    return {"loc": median, "scale": scales, "losses": result.losses, "params": result.params}
+
+
+def site_params(params: dict, kind: str) -> dict:
+    """The guide's ``<site>_auto_<kind>`` parameters keyed by site (``kind``: loc or scale)."""
+    suffix = f"_auto_{kind}"
+    return {name[: -len(suffix)]: v for name, v in params.items() if name.endswith(suffix)}
 
 
 def sample_mfvi(rng_key, fit: dict, num_samples: int):
@@ -70,6 +176,31 @@ def sample_mfvi(rng_key, fit: dict, num_samples: int):
         + fit["scale"][name] * jax.random.normal(k, (num_samples, *fit["loc"][name].shape))
         for k, name in zip(keys, names, strict=True)
     }
+
+
+def mlp_output_samples(rng_key, fit: dict, x, num_samples: int = 100, *, activation="relu"):
+    """Network outputs f(x; θ_s) of an MLP model for θ_s ~ q, s = 1..``num_samples``: (S, n).
+
+    ``fit`` is :func:`fit_mfvi`'s result for :func:`bnn_posteriors.models.mlp_regression`
+    (sites ``W0, b0, W1, ...``); ``x`` (n, d_in) with d_in the rows of ``W0``.
+    """
+    validate.positive_int("num_samples", num_samples, where="mlp_output_samples")
+    n_layers = sum(1 for name in fit["scale"] if name.startswith("W"))
+    if n_layers == 0 or any(f"{k}{i}" not in fit["scale"] for i in range(n_layers) for k in "Wb"):
+        raise ValueError("fit must be fit_mfvi's result for an MLP model (sites W0, b0, W1, ...)")
+    x = validate.check_x(
+        x, where="mlp_output_samples", n_features=fit["loc"]["W0"].shape[0], dtype=np.float32
+    )
+    keys = jax.random.split(rng_key, 2 * n_layers)
+    layers = []
+    for i in range(n_layers):
+        layer = {}
+        for j, name in enumerate(("W", "b")):
+            loc, scale = fit["loc"][f"{name}{i}"], fit["scale"][f"{name}{i}"]
+            eps = jax.random.normal(keys[2 * i + j], (num_samples, *loc.shape))
+            layer[name] = loc + scale * eps
+        layers.append(layer)
+    return jax.vmap(lambda p: nets.mlp_apply(p, jnp.asarray(x), activation)[:, 0])(layers)
 
 
 def narrow_negative_elbo(params, active, x, y, sigma, tau):

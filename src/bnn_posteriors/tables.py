@@ -1,0 +1,57 @@
+"""Tables a reader can read: Markdown tables of computed values, for ``IPython.display``.
+
+A chapter shows a table with ``display(Markdown(tables.markdown_table(header, rows)))``;
+myst-nb renders the Markdown output as an HTML table that wraps to the page, where
+printed monospace text would overflow it. The cells are formatted from the computed
+values (:func:`pm`, :func:`number`), never typed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+
+def escape(cell) -> str:
+    """A cell's text with ``|`` escaped and line breaks as spaces (one table row per line)."""
+    return str(cell).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(header: Sequence, rows: Iterable[Sequence], align: str | None = None) -> str:
+    """A GitHub/MyST Markdown table: a header row, a rule, one line per row.
+
+    ``align`` gives one of ``l``, ``r``, ``c`` per column (default: no alignment marks).
+    Every row must have as many cells as the header; cells are :func:`escape`\\ d.
+    """
+    header = [escape(h) for h in header]
+    if not header:
+        raise ValueError("a table needs at least one column")
+    if align is None:
+        rule = ["---"] * len(header)
+    else:
+        marks = {"l": ":--", "r": "--:", "c": ":-:"}
+        if len(align) != len(header) or set(align) - set(marks):
+            raise ValueError(
+                f"align must have one of l/r/c per column ({len(header)}), got {align!r}"
+            )
+        rule = [marks[a] for a in align]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(rule) + "|"]
+    for i, row in enumerate(rows):
+        cells = [escape(c) for c in row]
+        if len(cells) != len(header):
+            raise ValueError(f"row {i} has {len(cells)} cells, the header {len(header)}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def number(x, fmt: str = ".3f") -> str:
+    """``x`` formatted with ``fmt``; "—" for None or NaN."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    return format(x, fmt)
+
+
+def pm(value, fmt: str = ".3f") -> str:
+    """'mean ± sd' of a (mean, sd, ...) tuple; the mean alone where the sd is NaN (one split)."""
+    mean, sd = value[0], value[1]
+    return number(mean, fmt) if not math.isfinite(sd) else f"{mean:{fmt}} ± {sd:{fmt}}"

@@ -1,0 +1,111 @@
+"""Tests of MFVI and NUTS on the narrow network over depth and prior scale ([SAP] §2.1, §3).
+
+Known answers: depth 1 is conjugate (MFVI is exact), the L = 2 MFVI optimum in closed form
+(:func:`theory.mfvi_two_layer_optimum`), the lasso mode of the two-weight posterior.
+Tiny budgets: these tests check the plumbing and the known limits, not the claims.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from bnn_posteriors import theory
+from bnn_posteriors.studies import narrow_posterior
+
+pytestmark = pytest.mark.usefixtures("x64")
+
+X = np.linspace(-2.0, 2.0, 12)
+Y = 0.8 * X + 0.1 * np.sin(7.0 * X)
+SIGMA, TAU = 0.5, 1.0
+
+
+def test_mfvi_over_depth_is_exact_at_depth_one_and_matches_the_l2_optimum():
+    out = narrow_posterior.mfvi_over_depth(
+        jax.random.key(0), X, Y, SIGMA, TAU, (1, 2), num_starts=4
+    )
+    precision = X @ X / SIGMA**2 + 1 / TAU**2
+    np.testing.assert_allclose(out["nu"][0], X @ Y / SIGMA**2 / precision, rtol=1e-6)
+    np.testing.assert_allclose(
+        out["nu"][1], theory.mfvi_two_layer_optimum(X, Y, SIGMA, TAU)["nu"], rtol=1e-5
+    )
+    np.testing.assert_allclose(out["ratio"], 1.0, atol=1e-6)  # AM-GM equality
+    assert np.all((out["kl_share"] > 0) & (out["kl_share"] < 1)) and out["sigma"] == SIGMA
+
+
+def test_collapse_depth():
+    assert narrow_posterior.collapse_depth((1, 2, 3), [0.5, 1e-4, 0.0]) == 2
+    assert narrow_posterior.collapse_depth((1, 2), [0.5, 0.4]) is None
+
+
+def test_svi_over_depth_reaches_the_conjugate_mean():
+    rows = narrow_posterior.svi_over_depth(
+        jax.random.key(1), X, Y, SIGMA, TAU, (1,), num_steps=1500, num_particles=4
+    )
+    precision = X @ X / SIGMA**2 + 1 / TAU**2
+    assert abs(rows[1]["nu"] - X @ Y / SIGMA**2 / precision) < 0.05
+    assert rows[1]["ratio"] == 1.0 and np.isfinite(rows[1]["elbo"])
+
+
+def test_nuts_over_depth_agrees_with_the_quadrature():
+    runs = narrow_posterior.nuts_over_depth(
+        jax.random.key(2),
+        X,
+        Y,
+        SIGMA,
+        TAU,
+        (1, 2),
+        num_chains=2,
+        num_warmup=200,
+        num_samples=300,
+        target_acceptance_rate=0.9,
+    )
+    for depth, r in runs.items():
+        assert r["w"].shape == (2, 300, depth)
+        assert abs(r["mean"] - r["exact"]) < 6 * r["mcse"]
+        assert 0.0 <= r["ks"] <= 1.0
+
+
+def test_posterior_modes_are_the_lasso_mode():
+    modes = narrow_posterior.posterior_modes(jax.random.key(3), X, Y, SIGMA, TAU, 6)
+    assert modes.shape == (6, 2)
+    np.testing.assert_allclose(
+        np.prod(modes, axis=-1), theory.lasso_mode(X, Y, SIGMA, TAU), rtol=1e-8
+    )
+
+
+def test_hyperbola_fits_and_adjusted_prior_scan_plumbing():
+    keys = jax.random.split(jax.random.key(4), 4)
+    fits = narrow_posterior.hyperbola_fits(
+        keys[0],
+        keys[1],
+        keys[2],
+        X,
+        Y,
+        SIGMA,
+        (1.0,),
+        num_chains=2,
+        num_warmup=50,
+        num_samples=40,
+        target_acceptance_rate=0.9,
+        svi_steps=300,
+    )
+    r = fits[1.0]
+    assert r["w"].shape == (2, 40, 2) and r["draws"]["beta"].shape == (2, 40)
+    assert 0 <= r["sign_changes"] <= 2 and 0 <= r["nuts_mass"] <= 1
+    np.testing.assert_allclose(
+        r["exact_nu"], theory.mfvi_two_layer_optimum(X, Y, SIGMA, 1.0)["nu"], rtol=1e-5
+    )
+    scan = narrow_posterior.adjusted_prior_scan(
+        keys[3], X, Y, SIGMA, (1.0,), num_seeds=2, sigma0=0.1, eps=0.1, svi_steps=50
+    )
+    assert {k: v.shape for k, v in scan[1.0].items() if k != "nu_star"} == {
+        "plain": (2,),
+        "adjusted": (2,),
+        "theta0": (2,),
+    }
+    assert scan[1.0]["nu_star"] == abs(theory.mfvi_two_layer_optimum(X, Y, SIGMA, 1.0)["nu"])
+    key_fit = jax.random.fold_in(keys[2], 0)  # the key of the first τ²
+    plain = narrow_posterior.mfvi_abs_nu(key_fit, X, Y, SIGMA, 1.0, num_steps=300)
+    assert plain == abs(r["svi_nu"])  # same key and settings as the τ² = 1 fit
