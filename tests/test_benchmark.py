@@ -158,6 +158,7 @@ CFG = {
     "tuning_steps": 20,
     "sampling_steps": 10,
     "thinning": 2,
+    "mile_resumable": False,
     "datasets": ("airfoil",),
     "splits": (1,),
 }
@@ -236,3 +237,18 @@ def test_real_units_on_a_tiny_problem(fake_data):
             assert {"lppd", "lppd_authors", "lppd_val_noise", "rmse"} <= set(scores)
             assert all(math.isfinite(scores[k]) for k in ("lppd", "lppd_authors", "rmse"))
     assert len(row["metrics"]["bde10"]["lppd_chains"]) == 2
+
+
+def test_resumable_mile_unit_caches_its_chains_and_matches_the_one_program(fake_data):
+    """The full profile's chunked MILE (per-chain cache, progress) draws the same chains."""
+    whole = benchmark.run_unit("airfoil", 1, "mile", CFG)
+    resumable = {**CFG, "mile_resumable": True}
+    chunked = benchmark.run_unit("airfoil", 1, "mile", resumable, progress=True)
+    assert not chunked["cached"]  # mile_resumable is part of the unit's key
+    names = {p.name.split("-")[1] for p in (fake_data / "cache").rglob("mile-*")}
+    assert {"tune", "sample"} <= names  # each chain's tuning and sampling are cached units
+    a, b = (np.asarray(r["metrics"]["bde10"]["lppd_chains"]) for r in (whole, chunked))
+    # same keys; round-off of the two compiled programs differs (20 + 10 steps)
+    np.testing.assert_allclose(a, b, rtol=1e-3)
+    other_key = benchmark.run_unit("airfoil", 1, "mile", {**resumable, "seed": CFG["seed"] + 1})
+    assert np.max(np.abs(np.asarray(other_key["metrics"]["bde10"]["lppd_chains"]) - b)) > 1e-3

@@ -81,7 +81,7 @@ UNIT_KEYS = {
     "mile": (
         "widths_hidden", "prior_scale", "de_members", "de_learning_rate", "de_weight_decay",
         "de_max_epochs", "de_batch_size", "de_patience", "de_noise", "bde_chains",
-        "tuning_steps", "sampling_steps", "thinning",
+        "tuning_steps", "sampling_steps", "thinning", "mile_resumable",
     ),
 }  # fmt: skip
 
@@ -187,7 +187,10 @@ def _mfvi_unit(key, split: data.Split, s: Mapping) -> dict:
     return {"mfvi": scores}
 
 
-def _mile_unit(key, split: data.Split, s: Mapping, progress: bool = False) -> dict:
+def _mile_unit(key, split: data.Split, s: Mapping, progress: bool = False, cache_dir=True) -> dict:
+    """DE, BDE(1) and BDE(10) of one split. With ``s["mile_resumable"]`` MILE runs chunked,
+    with a progress bar (``progress``) and each chain's tuning and sampling cached in
+    ``cache_dir`` (the same chains as the one-program run, up to round-off)."""
     from bnn_posteriors.inference import ensembles, mile
 
     widths = _widths(split, s["widths_hidden"])
@@ -213,11 +216,12 @@ def _mile_unit(key, split: data.Split, s: Mapping, progress: bool = False) -> di
     }
     n_chains = int(s["bde_chains"])
     starts = mile.warm_start_positions(jax.tree.map(lambda a: a[:n_chains], params))
+    resumable = bool(s["mile_resumable"])
     bde = mile.run_bde(
         key_bde, split.x_train, split.y_train, starts, widths=widths,
         prior_scale=s["prior_scale"], tuning_steps=int(s["tuning_steps"]),
         sampling_steps=int(s["sampling_steps"]), thinning=int(s["thinning"]),
-        progress=progress,
+        progress=progress and resumable, cache_dir=cache_dir if resumable else None,
     )  # fmt: skip
     bde_means, bde_sigma = mile.predict(bde["samples"], jnp.asarray(split.x_test, jnp.float32))
     bde10 = mixture_scores(y_test, bde_means, bde_sigma)
@@ -261,7 +265,7 @@ def run_unit(
         start = time.perf_counter()
         split_data = data.load_split(dataset, split, n_max=parts["n_max"])
         key = _unit_key(parts["seed"], dataset, split, unit)
-        extra = {"progress": progress} if unit == "mile" else {}
+        extra = {"progress": progress, "cache_dir": directory or True} if unit == "mile" else {}
         result = _COMPUTE[unit](key, split_data, parts, **extra)
         computed.append(True)
         return {
@@ -357,7 +361,7 @@ def run_table(
                 if old.get("settings") == unit_parts(dataset, split, unit, cfg):
                     row = {**old, "cached": True}
             if row is None:
-                row = run_unit(dataset, split, unit, cfg, directory=directory)
+                row = run_unit(dataset, split, unit, cfg, directory=directory, progress=progress)
                 if results_dir is not None:
                     write_result(row, results_dir, cfg.get("profile"))
             rows.append(row)

@@ -56,7 +56,7 @@ from bnn_posteriors.validate import positive, positive_int
 # Version of the cached units "mile-tune" and "mile-sample" (bnn_posteriors.cache): bump it
 # whenever an edit can change their results (mclmc.py's tuning or sampling, sharding.py's
 # keys and chunks, the log density of models.mlp_regression, what a unit stores).
-CACHE_VERSION = "mile-1"
+CACHE_VERSION = "mile-2"
 
 
 def model_kwargs(x, y, widths: Sequence[int], prior_scale=1.0, activation: str = "relu") -> dict:
@@ -272,7 +272,7 @@ def run_bde(
         )  # fmt: skip
 
     tuned = _per_chain("mile-tune", tune_parts, compute_tuning, cache_dir)
-    sample_keys = jax.vmap(lambda k: jax.random.fold_in(k, 7))(keys)
+    sample_keys = jax.vmap(lambda k: jax.random.split(k, 4)[3])(keys)  # as mclmc.run_chain
     sample_parts = [
         {**p, "sampling_steps": sampling_steps, "thinning": thinning} for p in tune_parts
     ]
