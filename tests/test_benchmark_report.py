@@ -45,6 +45,12 @@ def test_ranking_margins_against_the_best_other_method():
     margins, single = benchmark_report.ranking_margins(_summary())
     assert margins == {"airfoil": pytest.approx(0.5), "energy": pytest.approx(0.5)}
     assert single["airfoil"] == (pytest.approx(0.2), pytest.approx(0.1))
+    partial = _summary()
+    for method in ("de", "bde1", "bde10"):  # energy's MILE units not there yet
+        del partial["energy"][method]
+    assert set(benchmark_report.ranking_margins(partial)[0]) == {"airfoil"}
+    assert set(benchmark_report.authors_gaps(partial, ["airfoil"])["de_gaps"]) == {"airfoil"}
+    assert "DE" not in benchmark_report.authors_table(partial, ["energy"])
 
 
 def test_authors_gaps_against_the_reference():
@@ -63,24 +69,12 @@ def _row(dataset, split, unit, wall, tuning=100, lppd=0.5):
             "metrics": {"bde10": {"lppd": lppd, "rmse": 0.1}}}  # fmt: skip
 
 
-def test_budget_series_groups_by_budget():
-    rows = [_row("energy", s, "mile", 10.0 * s, tuning=t, lppd=s) for s in (1, 2) for t in (5, 9)]
-    series = benchmark_report.budget_series(rows)
-    assert [(s["tuning"], s["splits"]) for s in series] == [(5, [1, 2]), (9, [1, 2])]
-    assert series[0]["lppd"][:2] == (1.5, pytest.approx(math.sqrt(0.5)))
-    assert series[0]["wall_s"] == 15.0
-    assert "[SAP] Table 2" in benchmark_report.budget_table(series)
-
-
-def test_wall_times_cost_table_and_paper_hours():
+def test_wall_times_and_cost_table():
     rows = [_row("airfoil", 1, "laplace", 2.0), _row("airfoil", 1, "mile", 10.0)]
     assert benchmark_report.wall_times(rows) == {"laplace": {"airfoil": [2.0]},
                                                  "mile": {"airfoil": [10.0]}}  # fmt: skip
     table = benchmark_report.cost_table(rows)
     assert table.splitlines()[2] == "| laplace | 1 | 2.0 | 2.0 |"
-    ratio, hours = benchmark_report.paper_hours(rows, {"tuning_steps": 500, "sampling_steps": 100})
-    assert ratio == pytest.approx(100.0)
-    assert hours == pytest.approx((2.0 + 10.0 * 100) * 36 / 2 / 3600)
 
 
 def test_committed_rows_keep_the_matching_settings(tmp_path):

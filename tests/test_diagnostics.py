@@ -104,3 +104,16 @@ def test_mean_interval_matches_scipy_and_covers_at_its_level():
 def test_mean_interval_rejects_bad_input(values, level, match):
     with pytest.raises(ValueError, match=match):
         diagnostics.mean_interval(values, level=level)
+
+
+def test_ess_growth_grows_with_draws_for_a_mixing_chain_and_rejects_bad_counts():
+    rng = np.random.default_rng(0)
+    iid = rng.normal(size=(3, 800, 2))
+    small, large = diagnostics.ess_growth(iid, (100, 800))
+    assert 60 < small < 140 and 600 < large < 1000  # about n for independent draws
+    walk = np.cumsum(rng.normal(size=(3, 800, 2)), axis=1)  # a chain that does not mix
+    assert max(diagnostics.ess_growth(walk, (100, 800))) < 30
+    with pytest.raises(ValueError, match="counts must lie"):
+        diagnostics.ess_growth(iid, (900,))
+    with pytest.raises(ValueError, match="counts must lie"):
+        diagnostics.ess_growth(iid, (2,))

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy import stats
 
 from bnn_posteriors import nets
 from bnn_posteriors.inference import ensembles
@@ -90,3 +91,66 @@ def test_bad_data():
     y[0] = np.nan
     with pytest.raises(ValueError, match="finite"):
         ensembles.train_ensemble(jax.random.PRNGKey(0), x, y, x, y, widths=WIDTHS, n_members=1)
+
+
+# --- heteroscedastic members (two outputs: mean and log scale) -------------------------------
+
+HET = (2, 8, 2)
+
+
+def _het_data(n=64, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 2)).astype(np.float32)
+    noise = 0.05 + 0.5 * np.abs(x[:, 0])  # the noise grows with |x_0|
+    return x, (np.sin(x[:, 1]) + noise * rng.normal(size=n)).astype(np.float32)
+
+
+def test_heteroscedastic_nll_matches_scipy():
+    x, y = _het_data(16)
+    params = nets.mlp_init(jax.random.PRNGKey(3), HET, scheme="glorot")
+    out = np.asarray(nets.mlp_apply(params, x), np.float64)
+    expected = -np.mean(stats.norm.logpdf(y, out[:, 0], np.clip(np.exp(out[:, 1]), 1e-6, 1e6)))
+    nll = ensembles.gaussian_nll(params, x, y, None, heteroscedastic=True)
+    assert float(nll) == pytest.approx(expected, rel=1e-5)
+
+
+def test_heteroscedastic_ensemble_trains_and_predicts_scales():
+    x, y = _het_data()
+    xv, yv = _het_data(32, 1)
+    params, info = ensembles.train_ensemble(
+        jax.random.PRNGKey(0), x, y, xv, yv, widths=HET, n_members=2, max_epochs=60,
+        batch_size=16, patience=100, heteroscedastic=True,
+    )  # fmt: skip
+    assert params[-1]["W"].shape == (2, 8, 2)
+    for i, key in enumerate(jax.random.split(jax.random.PRNGKey(0), 2)):
+        init = nets.mlp_init(jax.random.split(key)[0], HET, scheme="glorot")  # member i's start
+        before = ensembles.gaussian_nll(init, xv, yv, None, heteroscedastic=True)
+        after = ensembles.gaussian_nll(ensembles.member(params, i), xv, yv, None, "relu", True)
+        # early stopping scores (and keeps) the members on the same heteroscedastic NLL
+        assert float(after) == pytest.approx(float(info["val_nll"][i]), rel=1e-5)
+        assert after < before - 0.2
+    mean, scale = ensembles.predict(params, x, heteroscedastic=True)
+    assert mean.shape == (2, 64) and scale.shape == (2, 64)
+    assert np.all(scale > 0)
+    # the learned scale follows the noise: larger where |x_0| is large
+    big = np.abs(x[:, 0]) > 1.0
+    assert float(scale[:, big].mean()) > float(scale[:, ~big].mean())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(widths=(2, 8, 1)), "heteroscedastic regression needs two outputs"),
+        (dict(noise=1.0), "noise must be None"),
+    ],
+)
+def test_heteroscedastic_bad_input(kwargs, match):
+    x, y = _het_data(8)
+    args = dict(widths=HET, n_members=1, max_epochs=2, heteroscedastic=True) | kwargs
+    with pytest.raises(ValueError, match=match):
+        ensembles.train_ensemble(jax.random.PRNGKey(0), x, y, x, y, **args)
+    params, _ = ensembles.train_ensemble(
+        jax.random.PRNGKey(0), x, y, x, y, widths=WIDTHS, n_members=1, max_epochs=1
+    )
+    with pytest.raises(ValueError, match="two outputs"):
+        ensembles.predict(params, x, heteroscedastic=True)

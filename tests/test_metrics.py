@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import special, stats
 
 from bnn_posteriors import metrics
 
@@ -158,3 +158,26 @@ def test_pointwise_lppd64_rejects_bad_scales(scale):
         metrics.pointwise_lppd64(np.zeros(2), np.zeros(2), scale)
     with pytest.raises(ValueError, match="must end in"):
         metrics.pointwise_lppd64(np.zeros(2), np.zeros(3), 1.0)
+
+
+def test_lppd_with_per_point_scales_matches_scipy():
+    mean = RNG.normal(size=(2, 3, Y.size))
+    scale = np.exp(RNG.normal(size=mean.shape))
+    logp = stats.norm.logpdf(Y, mean, scale).reshape(-1, Y.size)
+    expected = np.mean(special.logsumexp(logp, axis=0) - np.log(6))
+    assert float(metrics.lppd(Y, mean, scale)) == pytest.approx(expected, rel=1e-5)
+
+
+def test_cumulative_lppd_with_per_point_scales_is_a_direct_logsumexp():
+    mean = RNG.normal(size=(4, 3, Y.size))  # (chains, samples, n)
+    scale = np.exp(0.5 * RNG.normal(size=mean.shape))  # a heteroscedastic σ per point
+    cum = metrics.cumulative_lppd(7, Y, mean, scale, n_orderings=3)
+    logp = stats.norm.logpdf(Y, mean, scale)
+    rng = np.random.default_rng(7)
+    for r in range(3):
+        order = rng.permutation(4)
+        for k in range(1, 5):
+            first = logp[order[:k]].reshape(-1, Y.size)
+            direct = np.mean(special.logsumexp(first, axis=0) - np.log(first.shape[0]))
+            assert cum[r, k - 1] == pytest.approx(direct, rel=1e-12)
+    assert cum[0, -1] == pytest.approx(float(metrics.lppd(Y, mean, scale)), rel=1e-5)

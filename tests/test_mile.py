@@ -166,3 +166,92 @@ def test_moved_names_are_still_importable_from_mile():
     assert mile.TUNING_FRACTIONS == mclmc.TUNING_FRACTIONS and mile.L_FACTOR == mclmc.L_FACTOR
     assert mile.chain_mesh is sharding.chain_mesh
     assert mile.shard_chains is sharding.shard_chains and mile.replicate is sharding.replicate
+
+
+# --- the heteroscedastic model (two outputs: mean and log scale; the authors' `regr`) -------
+
+HET = (2, 4, 2)
+
+
+def _het_starts(n_chains, seed=0):
+    x, y = _data()
+    params, _ = ensembles.train_ensemble(
+        jax.random.PRNGKey(seed), x, y, x, y, widths=HET, n_members=n_chains, max_epochs=20,
+        heteroscedastic=True,
+    )  # fmt: skip
+    return mile.warm_start_positions(params, heteroscedastic=True)
+
+
+def test_heteroscedastic_log_density_matches_scipy():
+    from scipy import stats
+
+    x, y = _data()
+    pos = jax.tree.map(lambda a: a[0], _het_starts(1))
+    assert "log_sigma" not in pos
+    p = [{k: np.asarray(v, np.float64) for k, v in layer.items()} for layer in mile.params_of(pos)]
+    out = np.maximum(x @ p[0]["W"] + p[0]["b"], 0.0) @ p[1]["W"] + p[1]["b"]
+    flat = np.concatenate([np.ravel(v) for v in jax.tree.leaves(pos)])
+    scale = np.clip(np.exp(out[:, 1]), 1e-6, 1e6)
+    expected = stats.norm.logpdf(flat, 0, 0.6).sum() + stats.norm.logpdf(y, out[:, 0], scale).sum()
+    got = mile.log_density(pos, x, y, widths=HET, prior_scale=0.6, heteroscedastic=True)
+    assert float(got) == pytest.approx(expected, rel=1e-5)
+    # the NUTS log joint of the same model kwargs (validate.check_model_data accepts them)
+    kwargs = mile.model_kwargs(x, y, HET, 0.6, heteroscedastic=True)
+    logdensity, _, _ = mcmc.log_joint_fn(jax.random.PRNGKey(0), models.mlp_regression, kwargs)
+    np.testing.assert_allclose(logdensity(pos), got, rtol=1e-6)
+    assert "heteroscedastic" not in mile.model_kwargs(x, y, WIDTHS)  # mean regression as before
+
+
+def test_heteroscedastic_run_bde_samples_and_predicts_scales(tmp_path):
+    x, y = _data()
+    starts = _het_starts(3)
+    kw = dict(widths=HET, tuning_steps=50, sampling_steps=20, thinning=1, heteroscedastic=True)
+    out = mile.run_bde(jax.random.PRNGKey(3), x, y, starts, **kw)
+    assert set(out["samples"]) == {"W0", "b0", "W1", "b1"}
+    assert out["samples"]["W1"].shape == (3, 20, 4, 2)
+    for v in [*out["samples"].values(), out["logdensity"], out["L"], out["step_size"]]:
+        assert np.all(np.isfinite(v))
+    mean, scale = mile.predict(out["samples"], x)
+    assert mean.shape == (3, 20, 24) and scale.shape == (3, 20, 24)
+    assert np.all(np.isfinite(mean)) and np.all(scale > 0)
+    first = jax.tree.map(lambda a: a[1, 4], out["samples"])
+    expected = models.heteroscedastic_outputs(nets.mlp_apply(mile.params_of(first), x))
+    np.testing.assert_allclose(mean[1, 4], expected[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(scale[1, 4], expected[1], rtol=1e-5)
+    # the cached, chunked path (one unit per chain) draws the same chains
+    cached = mile.run_bde(jax.random.PRNGKey(3), x, y, starts, cache_dir=tmp_path, chunks=2, **kw)
+    assert len(list((tmp_path / "mile-sample").glob("*.npz"))) == 3
+    # MCLMC is chaotic and float round-off differs between the programs: compare loosely
+    np.testing.assert_allclose(cached["step_size"], out["step_size"], rtol=0.1)
+    again = mile.run_bde(jax.random.PRNGKey(3), x, y, starts, cache_dir=tmp_path, chunks=2, **kw)
+    np.testing.assert_array_equal(again["samples"]["W1"], cached["samples"]["W1"])
+
+
+def test_heteroscedastic_nuts_bde_runs():
+    x, y = _data()
+    samples, _ = mile.run_nuts_bde(
+        jax.random.PRNGKey(5), x, y, _het_starts(2), widths=HET, num_warmup=10, num_samples=5,
+        max_num_doublings=3, heteroscedastic=True,
+    )  # fmt: skip
+    assert samples["W1"].shape == (2, 5, 4, 2) and samples["scale"].shape == (2, 5, 24)
+    assert "log_sigma" not in samples
+
+
+def test_heteroscedastic_bad_input():
+    x, y = _data()
+    starts = _het_starts(2)
+    with pytest.raises(ValueError, match="heteroscedastic regression needs two outputs"):
+        mile.run_bde(jax.random.PRNGKey(0), x, y, _starts(2), widths=WIDTHS, heteroscedastic=True)
+    with pytest.raises(ValueError, match="warm_starts do not match"):  # a log_sigma too many
+        mile.run_bde(jax.random.PRNGKey(0), x, y, {**starts, "log_sigma": jnp.zeros(2)},
+                     widths=HET, heteroscedastic=True)  # fmt: skip
+    with pytest.raises(TypeError, match="warm_starts"):  # no log_sigma: not mean regression
+        mile.run_bde(jax.random.PRNGKey(0), x, y, starts, widths=HET)
+    params = mile.params_of(starts)
+    with pytest.raises(ValueError, match="log_sigma must be None"):
+        mile.warm_start_positions(params, log_sigma=0.0, heteroscedastic=True)
+    one_output = mile.params_of({k: v for k, v in _starts(2).items() if k != "log_sigma"})
+    with pytest.raises(ValueError, match="two outputs"):
+        mile.warm_start_positions(one_output, heteroscedastic=True)
+    with pytest.raises(ValueError, match="heteroscedastic model"):
+        mile.predict({k: v for k, v in _starts(2).items() if k != "log_sigma"}, x)

@@ -212,3 +212,48 @@ def test_mlp_prior_sites_and_shapes():
     }
     assert float(tr["W0"]["fn"].base_dist.base_dist.scale) == 0.5
     assert set(trace(lambda: models.mlp_prior((2, 3, 1), 1.0, bias=False))) == {"W0", "W1"}
+
+
+# --- mlp_regression, heteroscedastic (the authors' `regr` task) ------------------------------
+
+
+def test_mlp_regression_heteroscedastic_log_joint_matches_scipy():
+    widths = (2, 3, 2)
+    params = nets.mlp_init(jax.random.key(4), widths, scale=0.9)
+    sites = {f"{k}{i}": layer[k] for i, layer in enumerate(params) for k in ("W", "b")}
+    kwargs = {"widths": widths, "prior_scale": 0.7, "heteroscedastic": True}
+    logp, tr = log_density(models.mlp_regression, (XM, YM), kwargs, sites)
+    assert "log_sigma" not in tr
+    p = [{k: np.asarray(v, np.float64) for k, v in layer.items()} for layer in params]
+    out = np.maximum(XM @ p[0]["W"] + p[0]["b"], 0.0) @ p[1]["W"] + p[1]["b"]
+    scale = np.clip(np.exp(out[:, 1]), 1e-6, 1e6)
+    expected = prior_logpdf(sites, 0.7) + stats.norm.logpdf(YM, out[:, 0], scale).sum()
+    assert float(logp) == pytest.approx(expected, rel=1e-5)
+    np.testing.assert_allclose(np.asarray(tr["mean"]["value"]), out[:, 0], rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(tr["scale"]["value"]), scale, rtol=1e-5)
+
+
+def test_heteroscedastic_outputs_clip_the_scale():
+    mean, scale = models.heteroscedastic_outputs(jnp.array([[1.0, -50.0], [2.0, 0.0], [3.0, 50.0]]))
+    np.testing.assert_array_equal(mean, [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(scale, [1e-6, 1.0, 1e6], rtol=1e-6)
+
+
+def test_mlp_regression_heteroscedastic_sites():
+    tr = trace(models.mlp_regression, x=XM, widths=(2, 3, 2), heteroscedastic=True)
+    assert "log_sigma" not in tr and tr["W1"]["value"].shape == (3, 2)
+    assert tr["mean"]["value"].shape == (3,) and tr["scale"]["value"].shape == (3,)
+    assert tr["y"]["value"].shape == (3,)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(widths=(2, 3, 1)), r"heteroscedastic regression needs two outputs \(mean, log"),
+        (dict(widths=(2, 3, 3)), "heteroscedastic regression needs two outputs"),
+        (dict(widths=(2, 3, 2), noise=0.5), "learns its noise scale.*noise must be None"),
+    ],
+)
+def test_mlp_regression_heteroscedastic_rejects_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        trace(models.mlp_regression, x=XM, heteroscedastic=True, **kwargs)

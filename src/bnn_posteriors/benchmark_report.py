@@ -103,11 +103,14 @@ def best_lppd(scores: Mapping) -> float:
 def ranking_margins(summary: Mapping) -> tuple[dict, dict]:
     """C8.1 per data set: BDE(10) − best other method; BDE(1) − best of Laplace/MFVI.
 
-    Returns ``(margins, single)``: ``margins[dataset]`` a float, ``single[dataset]`` the
-    pair (first chain, average single chain) of BDE(1)'s margin over the baselines.
+    Data sets without all five methods are left out. Returns ``(margins, single)``:
+    ``margins[dataset]`` a float, ``single[dataset]`` the pair (first chain, average
+    single chain) of BDE(1)'s margin over the baselines.
     """
     margins, single = {}, {}
     for dataset, s in summary.items():
+        if not set(METHODS) <= set(s):
+            continue  # a data set whose units are not all there yet
         others = max(best_lppd(s[m]) for m in ("laplace", "mfvi", "de", "bde1"))
         abi = max(best_lppd(s[m]) for m in BASELINES)
         margins[dataset] = s["bde10"]["lppd"][0] - others
@@ -124,7 +127,7 @@ def authors_gaps(summary: Mapping, datasets: Sequence[str]) -> dict:
     Returns ``max_gap`` (max |authors' evaluation − reference| over Laplace and MFVI),
     ``gain`` (smallest LPPD with validation noise − authors' evaluation, same methods) and
     ``de_gaps`` ({dataset: authors' evaluation of DE − reference} on every data set of
-    ``summary``).
+    ``summary`` with DE units).
     """
     gaps = [
         abs(summary[d][m]["lppd_authors"][0] - REFERENCE[d][m]["lppd"][0])
@@ -137,37 +140,11 @@ def authors_gaps(summary: Mapping, datasets: Sequence[str]) -> dict:
         for m in BASELINES
     )
     de_gaps = {
-        d: summary[d]["de"]["lppd_authors"][0] - REFERENCE[d]["de"]["lppd"][0] for d in summary
+        d: summary[d]["de"]["lppd_authors"][0] - REFERENCE[d]["de"]["lppd"][0]
+        for d in summary
+        if "de" in summary[d]
     }
     return {"max_gap": float(max(gaps)), "gain": float(gain), "de_gaps": de_gaps}
-
-
-def budget_series(rows: Iterable[Mapping]) -> list[dict]:
-    """BDE(10) of MILE units grouped by (data set, tuning steps, sampling steps), in order.
-
-    Each entry: ``dataset``, ``tuning``, ``sampling``, ``splits``, ``lppd`` and ``rmse``
-    (mean, sd or NaN, n) over the splits, ``wall_s`` (mean per unit).
-    """
-    groups: dict = {}
-    for r in rows:
-        st = r["settings"]
-        groups.setdefault((r["dataset"], st["tuning_steps"], st["sampling_steps"]), []).append(r)
-    out = []
-    for (dataset, tuning, sampling), rs in sorted(groups.items()):
-        stats = {}
-        for metric in ("lppd", "rmse"):
-            a = np.array([r["metrics"]["bde10"][metric] for r in rs])
-            stats[metric] = (
-                float(a.mean()),
-                float(a.std(ddof=1)) if a.size > 1 else math.nan,
-                a.size,
-            )
-        out.append({
-            "dataset": dataset, "tuning": tuning, "sampling": sampling,
-            "splits": sorted(r["split"] for r in rs), **stats,
-            "wall_s": float(np.mean([r["wall_s"] for r in rs])),
-        })  # fmt: skip
-    return out
 
 
 def wall_times(rows: Iterable[Mapping]) -> dict:
@@ -176,21 +153,6 @@ def wall_times(rows: Iterable[Mapping]) -> dict:
     for r in rows:
         out.setdefault(r["unit"], {}).setdefault(r["dataset"], []).append(r["wall_s"])
     return out
-
-
-def paper_hours(rows: Sequence[Mapping], full_cfg: Mapping) -> tuple[float, float]:
-    """(steps ratio, hours): the committed units' wall time scaled to the paper's budgets.
-
-    MILE units scale linearly with the paper's tuning + sampling steps over ours (an upper
-    bound: fixed costs do not scale); the total is scaled to the whole table (36 units).
-    """
-    paper = references.sap_budgets()
-    ratio = (paper["tuning_steps"] + paper["sampling_steps"]) / (
-        full_cfg["tuning_steps"] + full_cfg["sampling_steps"]
-    )
-    total = sum(r["wall_s"] * (ratio if r["unit"] == "mile" else 1.0) for r in rows)
-    n_units = len(DATASETS) * len(references.sap_budgets()["splits"]) * len(UNITS)
-    return ratio, total * (n_units / max(len(rows), 1)) / 3600
 
 
 # --------------------------------------------------------------------------- tables
@@ -244,28 +206,13 @@ def differences_table(summary: Mapping, sd_flag: float) -> tuple[str, dict]:
     return tables.markdown_table(header, rows, align="llrrrrl"), z_values
 
 
-def budget_table(series: Sequence[Mapping]) -> str:
-    """The MILE budget runs (:func:`budget_series`) next to the reference BDE(10)."""
-    rows = [
-        (s["dataset"], f"{s['tuning']:,}", f"{s['sampling']:,}",
-         ", ".join(map(str, s["splits"])), tables.pm(s["lppd"]), tables.pm(s["rmse"]),
-         f"{s['wall_s']:.0f}")
-        for s in series
-    ]  # fmt: skip
-    for dataset in sorted({s["dataset"] for s in series}):
-        ref = REFERENCE[dataset]["bde10"]
-        rows.append((dataset, "[SAP] Table 2", "", "", tables.pm(ref["lppd"]),
-                     tables.pm(ref["rmse"]), ""))  # fmt: skip
-    header = ("data", "tuning steps", "sampling steps", "splits", "BDE(10) LPPD",
-              "BDE(10) RMSE", "wall s/unit")  # fmt: skip
-    return tables.markdown_table(header, rows, align="lrrlrrr")
-
-
 def authors_table(summary: Mapping, datasets: Sequence[str]) -> str:
     """C8.3: the authors' evaluation of our baselines and DE, the reference, the correct LPPDs."""
     rows = []
     for dataset in datasets:
         for method in (*BASELINES, "de"):
+            if method not in summary[dataset]:
+                continue
             s = summary[dataset][method]
             rows.append((
                 dataset, METHOD_LABELS[method], f"{s['lppd_authors'][0]:.3f}",

@@ -60,6 +60,21 @@ def within_chain_ess(draws) -> float:
     return float(np.median([ess(array[c : c + 1]) for c in range(array.shape[0])]))
 
 
+def ess_growth(draws, counts) -> list[float]:
+    """:func:`within_chain_ess` of the first ``n`` draws of every chain, for each ``n`` in
+    ``counts``: how the effective sample size grows with the sampling budget. A chain that
+    mixes gains ESS in proportion to its draws; one stuck in its start gains little.
+    """
+    array = np.asarray(draws)
+    counts = [int(n) for n in counts]
+    if array.ndim < 2 or any(not 4 <= n <= array.shape[1] for n in counts):
+        raise ValueError(
+            f"counts must lie in [4, draws per chain = {array.shape[1] if array.ndim > 1 else 0}], "
+            f"got {counts}"
+        )
+    return [within_chain_ess(array[:, :n]) for n in counts]
+
+
 def chain_bootstrap(rng_key, per_chain, statistic, *, num_resamples=1000, level=0.95):
     """Percentile bootstrap over chains: ``(estimate, low, high)`` of ``statistic(*per_chain)``.
 

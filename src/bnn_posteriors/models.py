@@ -81,6 +81,32 @@ def mlp_prior(widths: Sequence[int], prior_scale: float, bias: bool = True) -> l
     return params
 
 
+# the clip of the heteroscedastic output scale, as the authors' likelihood (MILE's `regr` task)
+SCALE_CLIP = (1e-6, 1e6)
+
+
+def heteroscedastic_outputs(out):
+    """Two network outputs → ``(mean, scale)``: f_0(x) and σ(x) = clip(exp f_1(x), 1e-6, 1e6).
+
+    The authors' heteroscedastic Gaussian likelihood ([SAP] Figs. 1, 5, 7; MILE's
+    ``scale_regr_mile.yaml``): y ~ N(f_0(x), σ(x)²). ``out``: (..., 2) → two arrays (...).
+    """
+    return out[..., 0], jnp.clip(jnp.exp(out[..., 1]), *SCALE_CLIP)
+
+
+def regression_widths(widths: Sequence[int], heteroscedastic: bool = False) -> tuple:
+    """Checked ``widths`` of a regression MLP, as a tuple (:func:`.nets.check_widths`): one
+    output, or two (mean, log scale) if ``heteroscedastic``."""
+    widths = nets.check_widths(widths)
+    if heteroscedastic and widths[-1] != 2:
+        raise ValueError(
+            f"heteroscedastic regression needs two outputs (mean, log scale), got widths {widths}"
+        )
+    if not heteroscedastic and widths[-1] != 1:
+        raise ValueError(f"mean regression needs one output, got widths {widths}")
+    return widths
+
+
 def mlp_regression(
     x,
     y=None,
@@ -91,19 +117,39 @@ def mlp_regression(
     noise: float | None = None,
     output_scale: float = 1.0,
     bias: bool = True,
+    heteroscedastic: bool = False,
 ):
-    """Bayesian MLP for mean regression ([SAP] §5, App. D).
+    """Bayesian MLP for regression ([SAP] §5, App. D).
 
     Every weight and bias ~ N(0, prior_scale²) (no biases if ``bias`` is false, as the
-    two-layer nets of [SAP] App. E); y_i ~ N(f(x_i), σ²) with σ fixed to
-    ``noise`` or, if ``noise`` is None, log σ ~ N(0, 1) sampled (site ``log_sigma``).
-    ``x``: (n, d_in), ``y``: (n,). ``widths`` = (d_in, hidden..., 1).
+    two-layer nets of [SAP] App. E).
+
+    - Mean regression (default): ``widths`` = (d_in, hidden..., 1), y_i ~ N(f(x_i), σ²)
+      with σ fixed to ``noise`` or, if ``noise`` is None, log σ ~ N(0, 1) sampled (site
+      ``log_sigma``).
+    - ``heteroscedastic``: ``widths`` = (d_in, hidden..., 2), y_i ~ N(f_0(x_i), σ(x_i)²)
+      with σ(x) = clip(exp f_1(x), 1e-6, 1e6) (:func:`heteroscedastic_outputs`; the
+      authors' ``regr`` task of [SAP] Figs. 1, 5, 7); no noise parameter (``noise`` must
+      be None).
+
+    ``x``: (n, d_in), ``y``: (n,). Deterministic sites ``mean`` (n,) and, heteroscedastic,
+    ``scale`` (n,).
     """
-    widths = nets.check_widths(widths)
-    if widths[-1] != 1:
-        raise ValueError(f"mean regression needs one output, got widths {widths}")
+    widths = regression_widths(widths, heteroscedastic)
+    if heteroscedastic and noise is not None:
+        raise ValueError(
+            f"heteroscedastic regression learns its noise scale σ(x): noise must be None, "
+            f"got {noise!r}"
+        )
     prior_scale = positive("prior_scale", prior_scale)
     params = mlp_prior(widths, prior_scale, bias)
+    if heteroscedastic:
+        out = nets.mlp_apply(params, x, activation, output_scale)
+        mean, sigma = heteroscedastic_outputs(out)
+        numpyro.deterministic("mean", mean)
+        numpyro.deterministic("scale", sigma)
+        numpyro.sample("y", dist.Normal(mean, sigma).to_event(1), obs=y)
+        return
     if noise is None:
         sigma = jnp.exp(numpyro.sample("log_sigma", dist.Normal(0.0, 1.0)))
     else:

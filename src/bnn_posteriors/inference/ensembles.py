@@ -3,7 +3,9 @@
 The warm starts of MILE ([SAP] §3.2, App. D.1; Sommer et al. 2025): ``n_members``
 networks, each from its own random initialisation and its own minibatch order, trained
 by AdamW on the Gaussian negative log-likelihood with σ fixed (σ = 1 for standardised
-targets). Training stops for a member when its validation NLL has not improved for
+targets), or, for the heteroscedastic model of :func:`bnn_posteriors.models.mlp_regression`
+(two outputs, the authors' ``regr`` task), with σ(x) = clip(exp f_1(x), 1e-6, 1e6) learned
+by the network. Training stops for a member when its validation NLL has not improved for
 ``patience`` epochs, and the member's parameters of its best epoch are kept.
 
 All members train in one program: the single-member loop (a ``jax.lax.while_loop``
@@ -22,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from bnn_posteriors import nets, validate
+from bnn_posteriors import models, nets, validate
 from bnn_posteriors.inference import optim
 from bnn_posteriors.validate import positive, positive_int
 
@@ -33,15 +35,35 @@ def check_xy(x, y, label: str, n_features: int | None = None) -> tuple[jax.Array
     return jnp.asarray(x), jnp.asarray(y)
 
 
-def gaussian_nll(params, x, y, noise: float, activation: str = "relu"):
-    """Mean Gaussian negative log-likelihood −(1/n) Σ_i log N(y_i | f(x_i), σ²), σ = ``noise``."""
-    mean = nets.mlp_apply(params, x, activation)[:, 0]
-    return jnp.mean(0.5 * ((y - mean) / noise) ** 2 + jnp.log(noise) + 0.5 * jnp.log(2 * jnp.pi))
+def gaussian_nll(
+    params, x, y, noise: float | None, activation: str = "relu", heteroscedastic: bool = False
+):
+    """Mean Gaussian negative log-likelihood −(1/n) Σ_i log N(y_i | f(x_i), σ_i²).
+
+    σ_i = ``noise`` (mean regression, one output), or, ``heteroscedastic`` (two outputs,
+    ``noise`` ignored), f(x_i) = f_0(x_i) and σ_i = clip(exp f_1(x_i), 1e-6, 1e6)
+    (:func:`bnn_posteriors.models.heteroscedastic_outputs`). ``x`` (n, d), ``y`` (n,).
+    """
+    out = nets.mlp_apply(params, x, activation)
+    if heteroscedastic:
+        mean, scale = models.heteroscedastic_outputs(out)
+    else:
+        mean, scale = out[:, 0], noise
+    return jnp.mean(0.5 * ((y - mean) / scale) ** 2 + jnp.log(scale) + 0.5 * jnp.log(2 * jnp.pi))
 
 
 @functools.lru_cache(maxsize=32)
 def _compiled_train(
-    widths, n_train, learning_rate, weight_decay, max_epochs, batch_size, patience, noise, act
+    widths,
+    n_train,
+    learning_rate,
+    weight_decay,
+    max_epochs,
+    batch_size,
+    patience,
+    noise,
+    act,
+    heteroscedastic=False,
 ):
     """One jitted, member-vectorised training program per configuration."""
     optimiser = optax.adamw(learning_rate, weight_decay=weight_decay)
@@ -49,7 +71,7 @@ def _compiled_train(
     size = min(batch_size, n_train)
 
     def loss(params, xb, yb):
-        return gaussian_nll(params, xb, yb, noise, act)
+        return gaussian_nll(params, xb, yb, noise, act, heteroscedastic)
 
     def one_member(key, x, y, x_val, y_val):
         key_init, key_order = jax.random.split(key)
@@ -111,32 +133,41 @@ def train_ensemble(
     max_epochs: int = 200,
     batch_size: int = 64,
     patience: int = 10,
-    noise: float = 1.0,
+    noise: float | None = None,
     activation: str = "relu",
+    heteroscedastic: bool = False,
 ):
     """Train a deep ensemble of ``n_members`` MLPs at once ([SAP] App. D.1, MILE warm starts).
 
     ``widths`` = (d_in, hidden..., 1), e.g. (d, 16, 16, 16, 1). Each member: Glorot-normal
     kernels and zero biases from its own key, AdamW(``learning_rate``, ``weight_decay``) on
-    the Gaussian NLL with σ = ``noise`` over minibatches of ``batch_size`` (reshuffled every
-    epoch; the last incomplete minibatch is dropped), early stopping on the validation NLL
-    with ``patience`` epochs, at most ``max_epochs``; the parameters of the best validation
-    epoch are returned. ``x_*`` (n, d), ``y_*`` (n,).
+    the Gaussian NLL (:func:`gaussian_nll`) with σ = ``noise`` (default 1) over minibatches
+    of ``batch_size`` (reshuffled every epoch; the last incomplete minibatch is dropped),
+    early stopping on the validation NLL with ``patience`` epochs, at most ``max_epochs``;
+    the parameters of the best validation epoch are returned. ``x_*`` (n, d), ``y_*`` (n,).
+    ``heteroscedastic``: members of the two-output model of
+    :func:`bnn_posteriors.models.mlp_regression`, ``widths`` = (d_in, hidden..., 2), trained
+    (and early-stopped) on its NLL with σ(x) = clip(exp f_1(x), 1e-6, 1e6); ``noise`` must
+    then be None.
 
     Returns ``(params, info)``: ``params`` a parameter list of :mod:`bnn_posteriors.nets`
     whose arrays have a leading member axis, ``W`` (members, d_in, d_out), ``b``
     (members, d_out); ``info`` holds per-member arrays (members,) ``val_nll`` (best
     validation NLL), ``best_epoch`` and ``epochs`` (epochs run).
     """
-    widths = nets.check_widths(widths)
-    if widths[-1] != 1:
-        raise ValueError(f"mean regression needs one output, got widths {widths}")
+    widths = models.regression_widths(widths, heteroscedastic)
+    if heteroscedastic and noise is not None:
+        raise ValueError(
+            "train_ensemble: heteroscedastic members learn their noise scale σ(x): "
+            f"noise must be None, got {noise!r}"
+        )
     nets.activation(activation)
     x, y = check_xy(x_train, y_train, "train_ensemble (training data)", widths[0])
     xv, yv = check_xy(x_val, y_val, "train_ensemble (validation data)", widths[0])
     n_members = positive_int("n_members", n_members)
     learning_rate = positive("learning_rate", learning_rate, where="train_ensemble")
-    noise = positive("noise", noise, where="train_ensemble")
+    if not heteroscedastic:
+        noise = positive("noise", 1.0 if noise is None else noise, where="train_ensemble")
     validate.non_negative("weight_decay", weight_decay, where="train_ensemble")
     run = _compiled_train(
         widths,
@@ -146,8 +177,9 @@ def train_ensemble(
         positive_int("max_epochs", max_epochs),
         positive_int("batch_size", batch_size),
         positive_int("patience", patience),
-        float(noise),
+        None if heteroscedastic else float(noise),
         activation,
+        bool(heteroscedastic),
     )
     return run(jax.random.split(rng_key, n_members), x, y, xv, yv)
 
@@ -157,6 +189,17 @@ def member(params: list[dict], i: int) -> list[dict]:
     return jax.tree.map(lambda a: a[i], params)
 
 
-def predict(params: list[dict], x, activation: str = "relu"):
-    """Mean predictions of every member: stacked ``params`` and ``x`` (n, d) → (members, n)."""
+def predict(params: list[dict], x, activation: str = "relu", heteroscedastic: bool = False):
+    """Predictions of every member: stacked ``params`` and ``x`` (n, d).
+
+    Mean regression: the means (members, n). ``heteroscedastic`` (two-output members):
+    the pair ``(mean, scale)``, each (members, n), with scale σ(x) = clip(exp f_1(x),
+    1e-6, 1e6) (:func:`bnn_posteriors.models.heteroscedastic_outputs`).
+    """
+    if heteroscedastic:
+        models.regression_widths(
+            [params[0]["W"].shape[-2], *(p["W"].shape[-1] for p in params)], True
+        )
+        out = jax.vmap(lambda p: nets.mlp_apply(p, x, activation))(params)
+        return models.heteroscedastic_outputs(out)
     return jax.vmap(lambda p: nets.mlp_apply(p, x, activation)[:, 0])(params)

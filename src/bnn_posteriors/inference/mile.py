@@ -7,7 +7,10 @@ Langevin Monte Carlo (MCLMC), full batch, after MILE's three-phase tuning of the
 size ε and the momentum decoherence length L (:mod:`bnn_posteriors.inference.mclmc`).
 The chains run in one program, vectorised and sharded over all devices
 (:mod:`bnn_posteriors.inference.sharding`). The target is the log joint of
-:func:`bnn_posteriors.models.mlp_regression` with log σ sampled (:func:`log_density`).
+:func:`bnn_posteriors.models.mlp_regression` with log σ sampled (:func:`log_density`), or,
+with ``heteroscedastic=True``, of its two-output model y ~ N(f_0(x), σ(x)²), σ(x) =
+clip(exp f_1(x), 1e-6, 1e6): the authors' ``regr`` task of [SAP] Figs. 1, 5, 7, whose
+positions have no ``log_sigma`` site.
 
 Long runs resume: with ``cache_dir`` each chain's tuning and each chain's sampling is a
 unit of :func:`bnn_posteriors.cache.cached` under version :data:`CACHE_VERSION`, so an
@@ -59,9 +62,17 @@ from bnn_posteriors.validate import positive, positive_int
 CACHE_VERSION = "mile-2"
 
 
-def model_kwargs(x, y, widths: Sequence[int], prior_scale=1.0, activation: str = "relu") -> dict:
-    """Keyword arguments of :func:`bnn_posteriors.models.mlp_regression` with log σ sampled."""
-    return {
+def model_kwargs(
+    x,
+    y,
+    widths: Sequence[int],
+    prior_scale=1.0,
+    activation: str = "relu",
+    heteroscedastic: bool = False,
+) -> dict:
+    """Keyword arguments of :func:`bnn_posteriors.models.mlp_regression` with log σ sampled,
+    or of its heteroscedastic two-output model (key ``heteroscedastic``, only then present)."""
+    kwargs = {
         "x": x,
         "y": y,
         "widths": tuple(widths),
@@ -69,28 +80,48 @@ def model_kwargs(x, y, widths: Sequence[int], prior_scale=1.0, activation: str =
         "prior_scale": prior_scale,
         "noise": None,
     }
+    if heteroscedastic:
+        kwargs["heteroscedastic"] = True
+    return kwargs
 
 
-def log_density(position: dict, x, y, *, widths, prior_scale=1.0, activation: str = "relu"):
+def log_density(
+    position: dict,
+    x,
+    y,
+    *,
+    widths,
+    prior_scale=1.0,
+    activation: str = "relu",
+    heteroscedastic: bool = False,
+):
     """log p(y, θ) of mean regression with log σ sampled ([SAP] §5, App. D.1).
 
     Every weight and bias ~ N(0, prior_scale²), log σ ~ N(0, 1), y_i ~ N(f_θ(x_i), σ²):
     the log joint of :func:`bnn_posteriors.models.mlp_regression` (``noise=None``).
     ``position``: dict of sites ``W{i}`` (d_in, d_out), ``b{i}`` (d_out,), ``log_sigma`` ().
+    ``heteroscedastic``: the two-output model, y_i ~ N(f_0(x_i), σ(x_i)²) with σ(x) =
+    clip(exp f_1(x), 1e-6, 1e6); no ``log_sigma`` site.
     """
-    kwargs = model_kwargs(x, y, widths, prior_scale, activation)
+    kwargs = model_kwargs(x, y, widths, prior_scale, activation, heteroscedastic)
     return -potential_energy(models.mlp_regression, (), kwargs, position)
 
 
-def warm_start_positions(params: list[dict], log_sigma=0.0) -> dict:
+def warm_start_positions(params: list[dict], log_sigma=None, heteroscedastic: bool = False) -> dict:
     """Ensemble parameters (leading member axis) → MCMC positions (leading chain axis).
 
     Sites ``W{i}``, ``b{i}`` and ``log_sigma`` (members,), as :func:`log_density` and
-    :func:`bnn_posteriors.inference.mcmc.nuts` expect. ``log_sigma`` = 0 is σ = 1, the
-    noise the members were trained with.
+    :func:`bnn_posteriors.inference.mcmc.nuts` expect. ``log_sigma``: a number or one per
+    member (None: 0, i.e. σ = 1, the noise the members were trained with).
+    ``heteroscedastic``: members with two outputs
+    (:func:`~bnn_posteriors.inference.ensembles.train_ensemble` with
+    ``heteroscedastic=True``); the positions then have no ``log_sigma`` site, and
+    ``log_sigma`` must be None.
     """
     if not isinstance(params, (list, tuple)) or not params:
         raise TypeError("params must be a non-empty list of layer dicts with a member axis")
+    if heteroscedastic and log_sigma is not None:
+        raise ValueError("heteroscedastic positions have no log_sigma site: log_sigma must be None")
     n = params[0]["W"].shape[0]
     position = {}
     for i, layer in enumerate(params):
@@ -99,7 +130,13 @@ def warm_start_positions(params: list[dict], log_sigma=0.0) -> dict:
         position[f"W{i}"] = jnp.asarray(layer["W"])
         if "b" in layer:
             position[f"b{i}"] = jnp.asarray(layer["b"])
-    position["log_sigma"] = jnp.broadcast_to(jnp.asarray(log_sigma, jnp.float32), (n,))
+    if heteroscedastic:
+        models.regression_widths(
+            [params[0]["W"].shape[1], *(p["W"].shape[2] for p in params)], True
+        )
+    else:
+        log_sigma = 0.0 if log_sigma is None else log_sigma
+        position["log_sigma"] = jnp.broadcast_to(jnp.asarray(log_sigma, jnp.float32), (n,))
     return position
 
 
@@ -115,30 +152,45 @@ def params_of(position: dict) -> list[dict]:
 
 
 def predict(samples: dict, x, activation: str = "relu"):
-    """Predictive means and scales of every sample: ``(mean (..., n), sigma (...))``.
+    """Predictive means and scales of every sample.
 
     ``samples``: positions with leading axes (...) (e.g. chains, samples); ``x`` (n, d).
+    Mean regression (a ``log_sigma`` site): ``(mean (..., n), sigma (...))``, one noise σ
+    per sample. Heteroscedastic (no ``log_sigma`` site, two outputs): ``(mean (..., n),
+    scale (..., n))``, σ(x_i) = clip(exp f_1(x_i), 1e-6, 1e6) per sample and point.
     """
     params = params_of(samples)
-    lead = samples["log_sigma"].shape
+    if "log_sigma" in samples:
+        lead = samples["log_sigma"].shape
+        flat = jax.tree.map(lambda a: a.reshape(-1, *a.shape[len(lead) :]), params)
+        mean = jax.lax.map(lambda p: nets.mlp_apply(p, x, activation)[:, 0], flat, batch_size=256)
+        return mean.reshape(*lead, -1), jnp.exp(samples["log_sigma"])
+    if params[-1]["W"].shape[-1] != 2:
+        raise ValueError(
+            "samples without a log_sigma site must be of the heteroscedastic model "
+            f"(two outputs), got {params[-1]['W'].shape[-1]} output(s)"
+        )
+    lead = samples["W0"].shape[:-2]
     flat = jax.tree.map(lambda a: a.reshape(-1, *a.shape[len(lead) :]), params)
-    mean = jax.lax.map(lambda p: nets.mlp_apply(p, x, activation)[:, 0], flat, batch_size=256)
-    return mean.reshape(*lead, -1), jnp.exp(samples["log_sigma"])
+    out = jax.lax.map(lambda p: nets.mlp_apply(p, x, activation), flat, batch_size=256)
+    mean, scale = models.heteroscedastic_outputs(out.reshape(*lead, *out.shape[1:]))
+    return mean, scale
 
 
 @functools.lru_cache(maxsize=64)
-def _unravel(widths: tuple):
+def _unravel(widths: tuple, heteroscedastic: bool = False):
     """Flat vector → sites of the MLP with ``widths`` (the order of ``ravel_pytree``)."""
-    return ravel_pytree(_site_shapes(widths))[1]
+    return ravel_pytree(_site_shapes(widths, heteroscedastic))[1]
 
 
-def _flat_logdensity(x, y, prior_scale, widths, activation):
-    unravel = _unravel(widths)
+def _flat_logdensity(x, y, prior_scale, widths, activation, heteroscedastic=False):
+    unravel = _unravel(widths, heteroscedastic)
 
     def logdensity(z):
         return log_density(
-            unravel(z), x, y, widths=widths, prior_scale=prior_scale, activation=activation
-        )
+            unravel(z), x, y, widths=widths, prior_scale=prior_scale, activation=activation,
+            heteroscedastic=heteroscedastic,
+        )  # fmt: skip
 
     return logdensity
 
@@ -183,6 +235,7 @@ def run_bde(
     chunks: int = 20,
     progress: bool = False,
     cache_dir=None,
+    heteroscedastic: bool = False,
 ):
     """Bayesian deep ensemble by MILE: one tuned MCLMC chain per warm start ([SAP] App. D.1).
 
@@ -195,7 +248,9 @@ def run_bde(
     (default: all); ``chunks`` splits the tuning loop for the progress bar (``progress``,
     to stderr). ``cache_dir``: None (no cache), True (the default cache directory) or a
     directory: each chain's tuning and sampling is then a resumable unit (version
-    :data:`CACHE_VERSION`).
+    :data:`CACHE_VERSION`). ``heteroscedastic``: the two-output model of
+    :func:`log_density` (``widths`` = (d_in, hidden..., 2)); warm starts and samples then
+    have no ``log_sigma`` site.
 
     Returns a dict: ``samples`` (sites ``W{i}``, ``b{i}``, ``log_sigma`` with shape
     (chains, sampling_steps // thinning, ...)), ``logdensity`` (chains, samples),
@@ -203,6 +258,8 @@ def run_bde(
     samples): Var[ΔE]/d over each thinning window.
     """
     widths = nets.check_widths(widths)
+    if heteroscedastic:
+        models.regression_widths(widths, True)
     x, y = check_xy(x_train, y_train, "run_bde", widths[0])
     scales = np.asarray(prior_scale, dtype=np.float64)
     if scales.ndim > 1:
@@ -213,20 +270,21 @@ def run_bde(
     thinning = positive_int("thinning", thinning)
     sampling_steps = positive_int("sampling_steps", sampling_steps, thinning)
     n_kept = sampling_steps // thinning
-    if not isinstance(warm_starts, dict) or "log_sigma" not in warm_starts:
+    chain_site = "W0" if heteroscedastic else "log_sigma"  # a site that gives the chain count
+    if not isinstance(warm_starts, dict) or chain_site not in warm_starts:
         raise TypeError("warm_starts must be a dict of sites with a leading chain axis")
-    n_chains = warm_starts["log_sigma"].shape[0]
+    n_chains = warm_starts[chain_site].shape[0]
     if scales.ndim == 1 and scales.shape[0] != n_chains:
         raise ValueError(f"prior_scale has {scales.shape[0]} entries for {n_chains} chains")
     template = jax.tree.map(lambda a: a[0], warm_starts)
-    shapes = {k: v.shape for k, v in _site_shapes(widths).items()}
+    shapes = {k: v.shape for k, v in _site_shapes(widths, heteroscedastic).items()}
     if {k: jnp.shape(v) for k, v in template.items()} != shapes:
         raise ValueError(f"warm_starts do not match widths {widths}: expected sites {shapes}")
-    unravel = _unravel(widths)
+    unravel = _unravel(widths, heteroscedastic)
     z0 = jax.vmap(lambda p: ravel_pytree(p)[0])(warm_starts)
     if not bool(jnp.all(jnp.isfinite(z0))):
         raise ValueError("warm_starts must be finite")
-    spec = (widths, activation)
+    spec = (widths, activation, True) if heteroscedastic else (widths, activation)
     mesh = sharding.chain_mesh(devices)
     xr, yr = sharding.replicate((x, y), mesh)
     per_chain = scales.ndim == 1
@@ -239,6 +297,8 @@ def run_bde(
         "activation": activation,
         "tuning_steps": int(tuning_steps),
     }
+    if heteroscedastic:  # only then: the keys of cached mean-regression units stay valid
+        config["heteroscedastic"] = True
     if cache_dir is None and not progress:
         keys_s, _ = sharding.shard_chains(keys, mesh)
         z_s, _ = sharding.shard_chains(z0, mesh)
@@ -302,12 +362,13 @@ def _key_data(key) -> np.ndarray:
     return np.asarray(key)
 
 
-def _site_shapes(widths) -> dict:
+def _site_shapes(widths, heteroscedastic: bool = False) -> dict:
     shapes = {}
     for i, (a, b) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
         shapes[f"W{i}"] = jnp.zeros((a, b))
         shapes[f"b{i}"] = jnp.zeros((b,))
-    shapes["log_sigma"] = jnp.zeros(())
+    if not heteroscedastic:
+        shapes["log_sigma"] = jnp.zeros(())
     return shapes
 
 
@@ -324,20 +385,22 @@ def run_nuts_bde(
     num_samples: int = 1000,
     target_acceptance_rate: float = 0.8,
     max_num_doublings: int = 10,
+    heteroscedastic: bool = False,
 ):
     """BDE with NUTS instead of MCLMC: same warm starts, BlackJAX window adaptation + NUTS.
 
-    Uses :func:`bnn_posteriors.inference.mcmc.nuts` on the same model as :func:`run_bde`.
+    Uses :func:`bnn_posteriors.inference.mcmc.nuts` on the same model as :func:`run_bde`
+    (``heteroscedastic``: its two-output model, no ``log_sigma`` site).
     Returns ``(samples, stats)`` with samples shaped (chains, num_samples, ...) (sites and
-    the deterministic ``mean`` on the training inputs).
+    the deterministic ``mean``, heteroscedastic also ``scale``, on the training inputs).
     """
     widths = nets.check_widths(widths)
     x, y = check_xy(x_train, y_train, "nuts_bde", widths[0])
-    n_chains = warm_starts["log_sigma"].shape[0]
+    n_chains = warm_starts["W0" if heteroscedastic else "log_sigma"].shape[0]
     return mcmc.nuts(
         rng_key,
         models.mlp_regression,
-        model_kwargs(x, y, widths, float(prior_scale), activation),
+        model_kwargs(x, y, widths, float(prior_scale), activation, heteroscedastic),
         num_chains=n_chains,
         num_warmup=num_warmup,
         num_samples=num_samples,

@@ -56,6 +56,18 @@ def max_orbit_deviation(
     }
 
 
+def _multistart(rng_key, loss_fn, depth, x, y, sigma, scale, num_starts, num_steps, newton_steps):
+    """Minima of ``loss_fn(w, x, y, sigma, scale)`` from w ~ N(0, 1.5²) (``num_starts``
+    starts of length ``depth``): Adam (learning rate 0.01) then Newton steps. Returns
+    ``(w (num_starts, depth), loss (num_starts,))``."""
+    inits = 1.5 * jax.random.normal(rng_key, (num_starts, depth))
+    w, loss, _ = optim.multistart_minimise(
+        loss_fn, inits, x, y, sigma, scale, num_steps=num_steps, learning_rate=0.01,
+        newton_steps=newton_steps,
+    )  # fmt: skip
+    return w, loss
+
+
 def penalised_minima(
     rng_key,
     depth: int,
@@ -77,17 +89,8 @@ def penalised_minima(
     = max | |w_l| − |β_pen|^{1/L} | over the global minimisers, and ``zero_starts``
     (starts that end at w = 0).
     """
-    inits = 1.5 * jax.random.normal(rng_key, (num_starts, depth))
-    w, loss, _ = optim.multistart_minimise(
-        theory.penalised_w,
-        inits,
-        x,
-        y,
-        sigma,
-        psi,
-        num_steps=num_steps,
-        learning_rate=0.01,
-        newton_steps=newton_steps,
+    w, loss = _multistart(
+        rng_key, theory.penalised_w, depth, x, y, sigma, psi, num_starts, num_steps, newton_steps
     )
     w, loss = np.asarray(w), np.asarray(loss)
     best = loss.min()
@@ -139,18 +142,10 @@ def posterior_minimiser(
 
     Starts w ~ N(0, 1.5²). Returns ``(w_star (L,), min_loss float)``.
     """
-    inits = 1.5 * jax.random.normal(rng_key, (num_starts, depth))
-    w, loss, _ = optim.multistart_minimise(
-        theory.neg_log_posterior,
-        inits,
-        x,
-        y,
-        sigma,
-        tau,
-        num_steps=num_steps,
-        learning_rate=0.01,
-        newton_steps=newton_steps,
-    )
+    w, loss = _multistart(
+        rng_key, theory.neg_log_posterior, depth, x, y, sigma, tau, num_starts, num_steps,
+        newton_steps,
+    )  # fmt: skip
     return w[jnp.argmin(loss)], float(jnp.min(loss))
 
 
