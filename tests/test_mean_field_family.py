@@ -122,3 +122,31 @@ def test_mlp_model_and_kwargs():
         None, None, widths=(2, 3, 4), likelihood="categorical"
     )
     assert mf.mlp_model_kwargs(None, None, widths=[2, 3, 1], noise=0.2)["widths"] == (2, 3, 1)
+
+
+def test_unit_kl_sums_to_the_kl_of_q_to_the_prior():
+    from numpyro import distributions as dist
+
+    q = mf.init_mean_field(jax.random.key(0), (3, 4, 2), loc_scale=0.7, init_scale=0.3)
+    q["log_scale"] = jax.tree.map(
+        lambda v: v + 0.2 * jax.random.normal(jax.random.key(1), v.shape), q["log_scale"]
+    )
+    prior_scale = 1.5
+    per_unit = mf.unit_kl(q, prior_scale)
+    assert per_unit.shape == (4,) and bool(jnp.all(per_unit > 0))
+
+    def kl(m, log_s):
+        return jnp.sum(dist.kl_divergence(dist.Normal(m, jnp.exp(log_s)),
+                                          dist.Normal(0.0, prior_scale)))  # fmt: skip
+
+    total = sum(jax.tree.leaves(jax.tree.map(kl, q["loc"], q["log_scale"])))
+    output_bias = kl(q["loc"][1]["b"], q["log_scale"][1]["b"])
+    np.testing.assert_allclose(per_unit.sum() + output_bias, total, rtol=1e-5)
+    at_prior = {"loc": jax.tree.map(jnp.zeros_like, q["loc"]),
+                "log_scale": jax.tree.map(lambda v: jnp.full_like(v, np.log(prior_scale)),
+                                          q["log_scale"])}  # fmt: skip
+    np.testing.assert_allclose(mf.unit_kl(at_prior, prior_scale), 0.0, atol=1e-6)
+    batched = jax.tree.map(lambda v: jnp.stack([v, v, v]), q)
+    np.testing.assert_allclose(mf.unit_kl(batched, prior_scale)[2], per_unit, rtol=1e-6)
+    with pytest.raises(ValueError, match="prior_scale"):
+        mf.unit_kl(q, 0.0)

@@ -97,6 +97,56 @@ def test_pruned_fraction():
     np.testing.assert_allclose(sx.pruned_fraction(batched), [0.5])
 
 
+def test_pruned_units_need_every_outgoing_weight_near_zero():
+    q = mf.init_mean_field(jax.random.key(0), (2, 3, 2), init_scale=0.1)
+    q["loc"][1]["W"] = jnp.array([[0.0, 0.1], [0.0, 1.0], [0.15, -0.15]])
+    batched = jax.tree.map(lambda v: v[None], q)
+    np.testing.assert_array_equal(sx.pruned_units(batched), [[True, False, True]])
+    np.testing.assert_allclose(sx.pruned_fraction(batched), [2 / 3])
+    np.testing.assert_array_equal(sx.pruned_units(batched, threshold=20.0), [[True] * 3])
+    with pytest.raises(ValueError, match="threshold"):
+        sx.pruned_units(batched, threshold=0.0)
+
+
+def test_unit_pruning_and_table():
+    q = mf.init_mean_field(jax.random.key(0), (2, 3, 2), init_scale=0.1)
+    # unit 0: switched off and back at the prior N(0, 1); units 1, 2: used
+    q["loc"][0]["W"] = q["loc"][0]["W"].at[:, 0].set(0.0)
+    q["log_scale"][1]["W"] = q["log_scale"][1]["W"].at[0].set(0.0)
+    q["log_scale"][0]["W"] = q["log_scale"][0]["W"].at[:, 0].set(0.0)
+    q["log_scale"][0]["b"] = q["log_scale"][0]["b"].at[0].set(0.0)
+    q["loc"][1]["W"] = jnp.array([[0.0, 0.0], [1.0, 0.0], [0.0, -2.0]])
+    runs = jax.tree.map(lambda v: jnp.stack([v, v]), q)
+    out = sx.unit_pruning(runs)
+    np.testing.assert_allclose(out["pruned"], [1 / 3, 1 / 3])
+    np.testing.assert_array_equal(out["kept"], [2, 2])
+    np.testing.assert_allclose(out["kl_pruned"], [0.0, 0.0], atol=1e-6)
+    kl = np.asarray(mf.unit_kl(q)) / 5  # 2 + 1 + 2 parameters per unit
+    np.testing.assert_allclose(out["kl_kept"], [kl[1:].mean()] * 2, rtol=1e-6)
+    assert out["kl_kept"][0] > 1.0
+    none = sx.unit_pruning(jax.tree.map(lambda v: v[None], mf.init_mean_field(
+        jax.random.key(1), (2, 3, 2), loc_scale=10.0, init_scale=0.01)))  # fmt: skip
+    assert none["pruned"][0] == 0 and np.isnan(none["kl_pruned"][0])
+    table = sx.pruning_table({3: out, 4: none})
+    lines = table.splitlines()
+    assert len(lines) == 4 and lines[0].startswith("| H |") and lines[3].count("—") == 1
+
+
+def test_fit_width_with_sampled_permutations_beyond_the_exact_width():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(16, 3)).astype(np.float32)
+    y = rng.integers(0, 3, size=16)
+    keys = jax.random.split(jax.random.PRNGKey(0), 1)
+    fit = dict(num_steps=10, learning_rate=0.01, num_particles=1, init_scale=0.1, num_perms=4)
+    width = permutations.MAX_EXACT_WIDTH + 2  # the exact I would refuse this width
+    r = sx.fit_width(jnp.concatenate([keys, keys]), jnp.array([0.0, 1.0]), x, y, x[:5], y[:5],
+                     jax.random.PRNGKey(1), width=width, fit=fit, eval_samples=8,
+                     likelihood="categorical")  # fmt: skip
+    assert r["mi"].shape == r["accuracy"].shape == (2,)
+    assert np.all(r["mi"] >= 0) and np.all(r["mi"] <= math.log(4) + 1e-5)  # Î_K ≤ log K
+    assert sx.unit_pruning(r["q"])["pruned"].shape == (2,)
+
+
 def test_separation_curve_and_steps():
     base = mf.init_mean_field(jax.random.key(0), (1, 3, 1), loc_scale=1.0, init_scale=0.3)
     curve = sx.separation_curve(jax.random.key(1), base, [0.0, 1.0, 30.0], 200)

@@ -98,6 +98,28 @@ def predictive_outputs(rng_key, q: dict, x, num_samples: int = 100, *, activatio
     return jax.vmap(lambda w: nets.mlp_apply(w, x, activation))(draws)
 
 
+def unit_kl(q: dict, prior_scale: float = 1.0) -> jax.Array:
+    """KL(q_j ‖ p) of each hidden unit's factor of a one-hidden-layer q to the prior, in nats.
+
+    Unit j's factor is over u_j = (W₀[:, j], b₀[j], W₁[j, :]); the prior is N(0,
+    ``prior_scale``²) on every parameter, so per parameter KL = log(σ/s) + (s² + μ²)/(2σ²) − ½.
+    The leaves of q may carry leading batch axes (...): returns (..., H).
+    """
+    _check_q(q)
+    if len(q["loc"]) != 2:
+        raise ValueError("unit_kl needs a one-hidden-layer q (2 layers)")
+    if not prior_scale > 0:
+        raise ValueError(f"prior_scale must be positive, got {prior_scale}")
+    log_sigma = math.log(prior_scale)
+
+    def kl(m, log_s):
+        return log_sigma - log_s + (jnp.exp(2 * log_s) + m**2) / (2 * prior_scale**2) - 0.5
+
+    first = jax.tree.map(kl, q["loc"][0], q["log_scale"][0])
+    out = jnp.sum(first["W"], axis=-2) + jnp.sum(kl(q["loc"][1]["W"], q["log_scale"][1]["W"]), -1)
+    return out + first["b"] if "b" in first else out
+
+
 # --------------------------------------------------------------------------- the model
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import numpyro
 from numpyro.infer import TraceMeanField_ELBO
 
-from .. import metrics, nets, validate
+from .. import metrics, nets, tables, validate
 from ..inference import permutations, vi
 from ..inference.mean_field_family import (
     log_joint,
@@ -27,6 +27,7 @@ from ..inference.mean_field_family import (
     mlp_model_kwargs,
     predictive_outputs,
     to_guide_params,
+    unit_kl,
 )
 from ..inference.symmetrised import (
     _check_one_hidden,
@@ -181,16 +182,19 @@ def fit_width(
     C = max(y) + 1 classes for a categorical one; ``model_kw``: likelihood, prior_scale,
     noise, activation. Every run is evaluated with ``eval_key`` (:func:`evaluate`).
 
-    Returns per run (leading axis R): ``q``, ``elbo``, ``mi`` (exact I) and ``test_ll`` per
-    test point (Gaussian: the LPPD of :func:`bnn_posteriors.metrics.lppd` on the first
-    ``len(y_test)`` rows of ``x_test``, the other rows' output draws as ``extra``;
-    categorical: −NLL of the predictive, and ``accuracy``).
+    Returns per run (leading axis R): ``q``, ``elbo``, ``mi`` (exact I, or Î_K of
+    :func:`.symmetrised.infonce_bound` with the K of ``fit["num_perms"]`` if given: the
+    estimator the fit trained with) and ``test_ll`` per test point (Gaussian: the LPPD of
+    :func:`bnn_posteriors.metrics.lppd` on the first ``len(y_test)`` rows of ``x_test``, the
+    other rows' output draws as ``extra``; categorical: −NLL of the predictive, and
+    ``accuracy``).
     """
     categorical = model_kw.get("likelihood") == "categorical"
     widths = (np.shape(x)[1], width, int(np.max(y)) + 1 if categorical else 1)
     q, _ = fit_mean_field(rng_keys, x, y, mi_weights, widths=widths, **fit, **model_kw)
+    perms = fit.get("num_perms")  # the fit's estimator of I scores it too
     ev = jax.jit(jax.vmap(lambda q: evaluate(eval_key, q, x, y, x_test, num_samples=eval_samples,
-                                             **model_kw)))(q)  # fmt: skip
+                                             num_perms=perms, **model_kw)))(q)  # fmt: skip
     out = dict(q=q, elbo=np.asarray(ev["elbo"]), mi=np.asarray(ev["mi"]))
     n_test = len(y_test)
     if "outputs" in ev:
@@ -301,14 +305,63 @@ def nearest_arrangement(q: dict, draws, perms) -> np.ndarray:
 # --------------------------------------------------------------------------- C5.3, C5.4
 
 
-def pruned_fraction(q: dict) -> np.ndarray:
-    """Per run: the fraction of hidden units whose outgoing weight has |μ| < 2 s under q.
+def pruned_units(q: dict, threshold: float = 2.0) -> np.ndarray:
+    """Per run and hidden unit: True where the unit is pruned, i.e. *every* outgoing weight
+    ``W1[j, k]`` has |μ| < ``threshold``·s under q (no output of the unit is distinguishable
+    from zero; the signal-to-noise criterion of Blundell et al. (2015), per unit).
 
-    The signal-to-noise criterion of Blundell et al. (2015) on ``W1[:, 0]``; q's leaves carry
-    a leading run axis. Returns (R,).
+    q's leaves carry a leading run axis. Returns (R, H) booleans.
     """
-    mu, s = q["loc"][1]["W"][..., 0], jnp.exp(q["log_scale"][1]["W"][..., 0])
-    return np.asarray(jnp.mean(jnp.abs(mu) < 2 * s, axis=-1))
+    validate.positive("threshold", threshold, where="pruned_units")
+    mu, s = q["loc"][1]["W"], jnp.exp(q["log_scale"][1]["W"])
+    return np.asarray(jnp.all(jnp.abs(mu) < threshold * s, axis=-1))
+
+
+def pruned_fraction(q: dict, threshold: float = 2.0) -> np.ndarray:
+    """Per run: the fraction of hidden units pruned by :func:`pruned_units`. Returns (R,).
+
+    With one output this is the fraction of units whose outgoing weight has |μ| < 2 s.
+    """
+    return pruned_units(q, threshold).mean(axis=-1, dtype=np.float32)
+
+
+def unit_pruning(q: dict, *, prior_scale: float = 1.0, threshold: float = 2.0) -> dict:
+    """Per run: how many hidden units plain MFVI switched off, and how prior-like they are.
+
+    ``pruned``: the fraction of units of :func:`pruned_units` (R,); ``kept``: the number of
+    the others (R,); ``kl_pruned`` and ``kl_kept``: the mean over those units of the KL of a
+    unit's whole factor u_j = (W₀[:, j], b₀[j], W₁[j, :]) to the prior N(0, ``prior_scale``²)
+    per parameter, in nats (:func:`.mean_field_family.unit_kl`; NaN where there is no such
+    unit). A pruned unit whose factor has reverted to the prior has KL ≈ 0 and is then
+    (nearly) identical to every other such unit: n of them make q (nearly) invariant under
+    their n! permutations. q's leaves carry a leading run axis.
+    """
+    pruned = pruned_units(q, threshold)
+    n_params = q["loc"][0]["W"].shape[-2] + 1 + q["loc"][1]["W"].shape[-1]
+    kl = np.asarray(unit_kl(q, prior_scale)) / n_params  # (R, H) nats per parameter
+    with np.errstate(invalid="ignore"):
+        kl_pruned = np.where(pruned, kl, 0).sum(-1) / pruned.sum(-1)
+        kl_kept = np.where(~pruned, kl, 0).sum(-1) / (~pruned).sum(-1)
+    return dict(pruned=pruned.mean(-1), kept=(~pruned).sum(-1), kl_pruned=kl_pruned,
+                kl_kept=kl_kept)  # fmt: skip
+
+
+def pruning_table(pruning: dict) -> str:
+    """:func:`unit_pruning` per width as a Markdown table (:mod:`bnn_posteriors.tables`): mean
+    ± sd over runs of the pruned fraction and of the units kept, mean KL per parameter of the
+    pruned and of the kept units ("—" where no run has such a unit). ``pruning``: width → its
+    result."""
+    header = ["H", "pruned units", "units kept", "KL per parameter, pruned units (nats)",
+              "KL per parameter, kept units (nats)"]  # fmt: skip
+    rows = []
+    for w, p in pruning.items():
+        kl = [
+            tables.number(float(np.nanmean(p[k])), ".4f") if np.isfinite(p[k]).any() else "—"
+            for k in ("kl_pruned", "kl_kept")
+        ]
+        rows.append([w, tables.pm((np.mean(p["pruned"]), np.std(p["pruned"]))),
+                     tables.pm((np.mean(p["kept"]), np.std(p["kept"])), ".1f"), *kl])  # fmt: skip
+    return tables.markdown_table(header, rows, align="rrrrr")
 
 
 def gains(fits: dict) -> dict:
