@@ -124,3 +124,14 @@ def test_figures_draw_every_panel():
     assert len(fig.axes[0].lines) >= 2
     fig = benchmark_report.cost_figure([_row("airfoil", 1, "mile", 3.0)])
     assert fig.axes[0].get_yscale() == "log"
+
+
+def test_complete_units_leave_out_units_missing_a_split():
+    rows = [_row("energy", k, "mile", 1.0) for k in (1, 2, 3)] + [
+        _row("airfoil", k, u, 1.0) for k in (1, 2) for u in ("mile", "laplace")
+    ] + [_row("airfoil", 3, "laplace", 1.0)]  # fmt: skip
+    kept = benchmark_report.complete_units(rows, (1, 2, 3))
+    assert sorted({(r["dataset"], r["unit"]) for r in kept}) == [
+        ("airfoil", "laplace"), ("energy", "mile")]  # fmt: skip
+    assert len(kept) == 6
+    assert benchmark_report.complete_units(rows, (1,)) == [dict(r) for r in rows if r["split"] == 1]

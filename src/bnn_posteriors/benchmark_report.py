@@ -90,6 +90,19 @@ def committed_rows(directory: Path | str, full_cfg: Mapping) -> tuple[list[dict]
     return rows, keep
 
 
+def complete_units(rows: Sequence[Mapping], splits: Sequence[int]) -> list[dict]:
+    """The rows of every (data set, unit) whose results exist for all ``splits``.
+
+    A mean ± sd over splits is only compared with Table 2 once all splits are in: the units
+    of a long run that is still going are left out, not averaged over fewer splits.
+    """
+    have: dict = {}
+    for r in rows:
+        have.setdefault((r["dataset"], r["unit"]), set()).add(r["split"])
+    done = {key for key, got in have.items() if set(splits) <= got}
+    return [dict(r) for r in rows if (r["dataset"], r["unit"]) in done and r["split"] in splits]
+
+
 def lppd_key(scores: Mapping) -> str:
     """The LPPD shown for a method: with validation noise where the method has one."""
     return "lppd_val_noise" if "lppd_val_noise" in scores else "lppd"
