@@ -179,6 +179,14 @@ def test_sample_scan_keeps_every_thinning_th_step():
     assert np.all(np.asarray(energy_var) >= 0)
 
 
+def test_chain_keys_are_four_distinct_splits_of_the_chain_key():
+    key = jax.random.PRNGKey(3)
+    keys = mclmc.chain_keys(key)
+    assert len(keys) == 4
+    np.testing.assert_array_equal(np.stack(keys), jax.random.split(key, 4))
+    assert len({tuple(np.asarray(k).tolist()) for k in keys}) == 4
+
+
 def test_run_chain_is_mclmc_chain_with_divergence_count():
     key, z0 = jax.random.PRNGKey(2), jnp.full(4, 1.5)
     (z, logdensity, _), L, eps, div = mclmc.run_chain(

@@ -270,6 +270,13 @@ def test_mfvi_kl_matches_monte_carlo():
     assert estimate == pytest.approx(float(theory.mfvi_kl(mu, s, tau)), abs=4 * se)
 
 
+def test_gaussian_kl_is_elementwise_closed_form():
+    mu, sd = np.array([[0.3, -1.2], [0.0, 2.0]]), np.array([[0.5, 1.0], [1.5, 0.1]])
+    expected = np.vectorize(gaussian_kl)(mu, sd, 1.5)
+    np.testing.assert_allclose(np.asarray(theory.gaussian_kl(mu, sd, 1.5)), expected, rtol=1e-12)
+    assert float(theory.gaussian_kl(0.0, 1.5, 1.5)) == pytest.approx(0.0, abs=1e-12)
+
+
 @pytest.mark.parametrize("s", [np.array([0.5, 0.0]), np.array([-0.1, 1.0])])
 def test_mfvi_kl_rejects_non_positive_s(s):
     with pytest.raises(ValueError, match="standard deviations s of q must be positive"):

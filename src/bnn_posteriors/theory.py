@@ -113,6 +113,12 @@ def lasso_mode(x, y, sigma, tau):
     return jnp.sign(s) * jnp.maximum(jnp.abs(s) - sigma**2 / tau**2, 0.0) / jnp.sum(x**2)
 
 
+def gaussian_kl(mu, sd, prior_scale):
+    """KL(N(μ, sd²) ‖ N(0, s²)) of each parameter, elementwise (no checks, jit-able):
+    log(s/sd) + (sd² + μ²)/(2s²) − 1/2, with s = ``prior_scale``."""
+    return jnp.log(prior_scale / sd) + (sd**2 + mu**2) / (2 * prior_scale**2) - 0.5
+
+
 def mfvi_kl(mu, s, tau):
     """KL(q ‖ prior) of a factorised Gaussian q = ∏ N(μ_l, s_l²) and N(0, τ²) ([SAP] §2.1).
 
@@ -122,8 +128,7 @@ def mfvi_kl(mu, s, tau):
     mu, s = jnp.asarray(mu), jnp.asarray(s)
     if not isinstance(s, jax.core.Tracer) and bool(jnp.any(s <= 0)):
         raise ValueError("the standard deviations s of q must be positive")
-    terms = jnp.log(tau**2 / s**2) - 1.0 + (s**2 + mu**2) / tau**2
-    return 0.5 * jnp.sum(terms, axis=-1)
+    return jnp.sum(gaussian_kl(mu, s, tau), axis=-1)
 
 
 def amgm_bound(mu):

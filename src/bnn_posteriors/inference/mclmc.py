@@ -174,6 +174,15 @@ def sample_scan(logdensity, key, state, L, eps, n_kept: int, thinning: int):
     return jax.lax.scan(outer, state, jax.random.split(key, n_kept))
 
 
+def chain_keys(key):
+    """The four keys of one chain: ``(init, tuning steps, phase 3, sampling)``.
+
+    :func:`run_chain` and the chunked, cached path of :mod:`.sharding` both draw from
+    these, so they sample the same chain (up to round-off).
+    """
+    return tuple(jax.random.split(key, 4))
+
+
 def run_chain(logdensity, key, z, tuning_steps: int, n_kept: int, thinning: int, energy_var):
     """Tuning then sampling of one chain from ``z`` (d,), without input checks (jit-able).
 
@@ -182,7 +191,7 @@ def run_chain(logdensity, key, z, tuning_steps: int, n_kept: int, thinning: int,
     """
     start, end = energy_var
     target, mask, n3 = energy_var_schedule(tuning_steps, start=start, end=end)
-    k_init, k_steps, k_finish, k_sample = jax.random.split(key, 4)
+    k_init, k_steps, k_finish, k_sample = chain_keys(key)
     carry = tune_init(logdensity, k_init, z)
     xs = (jax.random.split(k_steps, len(target)), jnp.asarray(target), jnp.asarray(mask))
     carry, div = tune_scan(logdensity, carry, xs)

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from numpyro.infer.util import log_density
 
-from .. import models, nets
+from .. import models, nets, theory
 from ..validate import positive_int
 
 LIKELIHOODS = ("gaussian", "categorical")
@@ -110,10 +110,9 @@ def unit_kl(q: dict, prior_scale: float = 1.0) -> jax.Array:
         raise ValueError("unit_kl needs a one-hidden-layer q (2 layers)")
     if not prior_scale > 0:
         raise ValueError(f"prior_scale must be positive, got {prior_scale}")
-    log_sigma = math.log(prior_scale)
 
     def kl(m, log_s):
-        return log_sigma - log_s + (jnp.exp(2 * log_s) + m**2) / (2 * prior_scale**2) - 0.5
+        return theory.gaussian_kl(m, jnp.exp(log_s), prior_scale)
 
     first = jax.tree.map(kl, q["loc"][0], q["log_scale"][0])
     out = jnp.sum(first["W"], axis=-2) + jnp.sum(kl(q["loc"][1]["W"], q["log_scale"][1]["W"]), -1)

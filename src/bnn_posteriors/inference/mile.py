@@ -34,7 +34,7 @@ from jax.flatten_util import ravel_pytree
 from numpyro.infer.util import potential_energy
 
 from bnn_posteriors import cache, models, nets
-from bnn_posteriors.inference import mcmc, sharding
+from bnn_posteriors.inference import mclmc, mcmc, sharding
 from bnn_posteriors.inference.ensembles import check_xy
 from bnn_posteriors.inference.mclmc import (  # noqa: F401  (re-exported, see the docstring)
     ENERGY_VAR_END,
@@ -332,7 +332,7 @@ def run_bde(
         )  # fmt: skip
 
     tuned = _per_chain("mile-tune", tune_parts, compute_tuning, cache_dir)
-    sample_keys = jax.vmap(lambda k: jax.random.split(k, 4)[3])(keys)  # as mclmc.run_chain
+    sample_keys = jax.vmap(mclmc.chain_keys)(keys)[3]  # as mclmc.run_chain
     sample_parts = [
         {**p, "sampling_steps": sampling_steps, "thinning": thinning} for p in tune_parts
     ]

@@ -133,10 +133,7 @@ def tune_chains(target, spec, keys, z0, x, y, scale, tuning_steps, mesh, chunks,
     init, tune, finish, _ = chain_programs(target, spec, n3, 1, 1, per_chain)
     keys_s, n = shard_chains(keys, mesh)
     z_s, _ = shard_chains(z0, mesh)
-    # the keys of mclmc.run_chain, so that the chunked, cached path draws the same chain
-    k_init, k_steps, k_finish, _ = jnp.moveaxis(
-        jax.vmap(lambda k: jax.random.split(k, 4))(keys_s), 1, 0
-    )
+    k_init, k_steps, k_finish, _ = jax.vmap(mclmc.chain_keys)(keys_s)  # as mclmc.run_chain
     carry = init(k_init, z_s, x, y, scale)
     n12 = len(target_var)
     step_keys = jax.vmap(lambda k: jax.random.split(k, n12))(k_steps)  # (chains, n12, 2)

@@ -25,7 +25,7 @@ import numpyro
 from jax.scipy.special import ndtr
 from numpyro.infer import TraceMeanField_ELBO
 
-from .. import models, nets, validate
+from .. import models, nets, theory, validate
 from ..validate import positive, positive_array, positive_int
 from . import vi
 
@@ -242,21 +242,16 @@ def kl_mean_field(params: dict, prior_scale: float = 1.0):
     total = 0.0
     for site in SITES:
         mu, sd = params[f"{site}_loc"], params[f"{site}_scale"]
-        total = total + jnp.sum(
-            jnp.log(prior_scale / sd) + (sd**2 + mu**2) / (2 * prior_scale**2) - 0.5
-        )
+        total = total + jnp.sum(theory.gaussian_kl(mu, sd, prior_scale))
     return total
 
 
 def kl_per_neuron(params: dict, prior_scale: float = 1.0):
     """KL(q_{θ_j}‖P0^1) of each neuron j (its column of W0 and row of W1): shape (N,)."""
     _check_params(params)
-
-    def kl(mu, sd):
-        return jnp.log(prior_scale / sd) + (sd**2 + mu**2) / (2 * prior_scale**2) - 0.5
-
-    return jnp.sum(kl(params["W0_loc"], params["W0_scale"]), axis=0) + jnp.sum(
-        kl(params["W1_loc"], params["W1_scale"]), axis=1
+    kl = theory.gaussian_kl
+    return jnp.sum(kl(params["W0_loc"], params["W0_scale"], prior_scale), axis=0) + jnp.sum(
+        kl(params["W1_loc"], params["W1_scale"], prior_scale), axis=1
     )
 
 
