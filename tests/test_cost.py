@@ -26,10 +26,10 @@ def test_laplace_cost_is_cubic_in_the_parameters():
     x = jnp.linspace(-1, 1, 20)[:, None]
     small = nets.mlp_init(jax.random.PRNGKey(0), (1, 5, 1))
     large = nets.mlp_init(jax.random.PRNGKey(0), (1, 5, 5, 5, 1))
-    terms = cost.laplace_flops(small, x, x, sigma=0.3)
+    terms = cost.laplace_flops(small, x, x, noise_scale=0.3)
     assert set(terms) == {"ggn", "eigh", "predictive"} and min(terms.values()) > 0
     p_small, p_large = ravel_pytree(small)[0].size, ravel_pytree(large)[0].size
-    growth = sum(cost.laplace_flops(large, x, x, sigma=0.3).values()) / sum(terms.values())
+    growth = sum(cost.laplace_flops(large, x, x, noise_scale=0.3).values()) / sum(terms.values())
     assert growth > (p_large / p_small) ** 2  # at least quadratic: the eigh term is cubic
 
 
@@ -56,12 +56,13 @@ def test_flops_against_depth_rows_and_terms():
     keys = list(jax.random.split(jax.random.PRNGKey(0), 2))
     budgets = dict(num_particles=2, num_steps=3, num_refine=2, ae_updates=2, ae_batch=4,
                    latent_dim=2, hidden=(4,), num_components=3, num_samples=5)  # fmt: skip
-    rows, terms = cost.flops_against_depth(keys, x, y, x[:4], depths=(1, 2), width=3, sigma=0.3,
-                                           prior_precision=1.0, **budgets)  # fmt: skip
+    rows, terms = cost.flops_against_depth(keys, x, y, x[:4], depths=(1, 2), width=3,
+                                           noise_scale=0.3, prior_precision=1.0,
+                                           **budgets)  # fmt: skip
     assert rows["depth"] == [1, 2] and rows["P"] == [10, 22]  # 1-3-1 and 1-3-3-1 MLPs
     for la, (la_terms, mb_terms) in zip(rows["LA"], terms, strict=True):
         assert la == sum(la_terms.values()) and set(mb_terms) >= {"walk", "autoencoder"}
     assert rows["LA"][1] > rows["LA"][0] and rows["MetricBNN"][1] > rows["MetricBNN"][0]
     with pytest.raises(ValueError, match="one key per depth"):
-        cost.flops_against_depth(keys[:1], x, y, x, depths=(1, 2), width=3, sigma=0.3,
+        cost.flops_against_depth(keys[:1], x, y, x, depths=(1, 2), width=3, noise_scale=0.3,
                                  prior_precision=1.0, **budgets)  # fmt: skip

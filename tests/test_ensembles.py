@@ -101,8 +101,8 @@ HET = (2, 8, 2)
 def _het_data(n=64, seed=0):
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(n, 2)).astype(np.float32)
-    noise = 0.05 + 0.5 * np.abs(x[:, 0])  # the noise grows with |x_0|
-    return x, (np.sin(x[:, 1]) + noise * rng.normal(size=n)).astype(np.float32)
+    noise_scale = 0.05 + 0.5 * np.abs(x[:, 0])  # the noise grows with |x_0|
+    return x, (np.sin(x[:, 1]) + noise_scale * rng.normal(size=n)).astype(np.float32)
 
 
 def test_heteroscedastic_nll_matches_scipy():
@@ -132,7 +132,7 @@ def test_heteroscedastic_ensemble_trains_and_predicts_scales():
     mean, scale = ensembles.predict(params, x, heteroscedastic=True)
     assert mean.shape == (2, 64) and scale.shape == (2, 64)
     assert np.all(scale > 0)
-    # the learned scale follows the noise: larger where |x_0| is large
+    # the learned scale follows the noise_scale: larger where |x_0| is large
     big = np.abs(x[:, 0]) > 1.0
     assert float(scale[:, big].mean()) > float(scale[:, ~big].mean())
 
@@ -141,7 +141,7 @@ def test_heteroscedastic_ensemble_trains_and_predicts_scales():
     ("kwargs", "match"),
     [
         (dict(widths=(2, 8, 1)), "heteroscedastic regression needs two outputs"),
-        (dict(noise=1.0), "noise must be None"),
+        (dict(noise_scale=1.0), "noise_scale must be None"),
     ],
 )
 def test_heteroscedastic_bad_input(kwargs, match):

@@ -53,13 +53,17 @@ def test_ggn_equals_hessian_when_residual_vanishes(x64):
     x, _, params = tiny_regression()
     y = nets.mlp_apply(params, x, "tanh")
     theta, unravel = ravel_pytree(params)
-    sigma = 0.5
+    noise_scale = 0.5
 
     def nll(t):
-        return la.neg_log_likelihood(nets.mlp_apply(unravel(t), x, "tanh"), y, "gaussian", sigma)
+        return la.neg_log_likelihood(
+            nets.mlp_apply(unravel(t), x, "tanh"), y, "gaussian", noise_scale
+        )
 
     hess = jax.hessian(nll)(theta)
-    post = la.laplace(params, x, y, likelihood="gaussian", sigma=sigma, activation="tanh")
+    post = la.laplace(
+        params, x, y, likelihood="gaussian", noise_scale=noise_scale, activation="tanh"
+    )
     ggn = post.precision - post.prior_precision * jnp.eye(theta.size)
     np.testing.assert_allclose(ggn, hess, atol=1e-8)
 
@@ -69,14 +73,14 @@ def test_linear_model_is_conjugate_bayesian_regression(x64):
     rng = np.random.default_rng(2)
     x = jnp.asarray(rng.normal(size=(20, 3)))
     y = jnp.asarray(x @ np.array([[1.0], [-2.0], [0.5]]) + 0.3 + 0.2 * rng.normal(size=(20, 1)))
-    sigma, delta = 0.3, 2.0
+    noise_scale, delta = 0.3, 2.0
     design = np.hstack([np.asarray(x), np.ones((20, 1))])  # (W, b) ravel order: W rows, then b
-    precision = design.T @ design / sigma**2 + delta * np.eye(4)
+    precision = design.T @ design / noise_scale**2 + delta * np.eye(4)
     cov = np.linalg.inv(precision)
-    mean = cov @ design.T @ np.asarray(y)[:, 0] / sigma**2
+    mean = cov @ design.T @ np.asarray(y)[:, 0] / noise_scale**2
     params = [{"W": jnp.asarray(mean[:3, None]), "b": jnp.asarray(mean[3:])}]
     post = la.laplace(
-        params, x, y, likelihood="gaussian", sigma=sigma, prior_precision=delta,
+        params, x, y, likelihood="gaussian", noise_scale=noise_scale, prior_precision=delta,
         activation="identity",
     )  # fmt: skip
     theta, _ = ravel_pytree(params)
@@ -91,7 +95,7 @@ def test_linear_model_is_conjugate_bayesian_regression(x64):
             y,
             apply_fn=functools.partial(nets.mlp_apply, activation_name="identity"),
             likelihood="gaussian",
-            sigma=sigma,
+            noise_scale=noise_scale,
             prior_precision=delta,
         )  # fmt: skip
     )(params)
@@ -100,7 +104,7 @@ def test_linear_model_is_conjugate_bayesian_regression(x64):
 
 def test_linearised_variance_brute_force(x64):
     x, y, params = tiny_regression()
-    post = la.laplace(params, x, y, likelihood="gaussian", sigma=0.4, activation="tanh")
+    post = la.laplace(params, x, y, likelihood="gaussian", noise_scale=0.4, activation="tanh")
     xt = jnp.linspace(-2, 2, 5)[:, None] * jnp.ones((1, 2))
     mean, var = la.linearised_predictive(post, xt)
     for i in range(5):
@@ -113,7 +117,7 @@ def test_linearised_variance_brute_force(x64):
 def test_sampled_predictive_matches_linearised_for_linear_model(x64):
     x, y, _ = tiny_regression(widths=(2, 1))
     params = nets.mlp_init(KEY, (2, 1))
-    post = la.laplace(params, x, y, likelihood="gaussian", sigma=0.5, activation="identity")
+    post = la.laplace(params, x, y, likelihood="gaussian", noise_scale=0.5, activation="identity")
     m_lin, v_lin = la.linearised_predictive(post, x[:3])
     m_s, v_s = la.sampled_predictive(post, x[:3], KEY, num_samples=20000)
     np.testing.assert_allclose(m_s, m_lin, atol=0.03)
@@ -124,7 +128,7 @@ def test_sampled_predictive_matches_linearised_for_linear_model(x64):
 
 def test_marginal_likelihood_gradient_zero_at_optimum(x64):
     x, y, params = tiny_regression(n=30)
-    post = la.laplace(params, x, y, likelihood="gaussian", sigma=0.5, activation="tanh")
+    post = la.laplace(params, x, y, likelihood="gaussian", noise_scale=0.5, activation="tanh")
     best = la.optimise_prior_precision(post)
     grad = jax.grad(lambda d: la.log_marginal_likelihood(best, d))(best.prior_precision)
     assert abs(float(grad)) < 1e-6 * (1 + abs(float(la.log_marginal_likelihood(best))))
@@ -139,16 +143,16 @@ def test_marginal_likelihood_conjugate_evidence(x64):
     rng = np.random.default_rng(3)
     x = rng.normal(size=(15, 2))
     y = x @ np.array([[0.5], [1.0]]) + 0.1 * rng.normal(size=(15, 1))
-    sigma, delta = 0.5, 3.0
+    noise_scale, delta = 0.5, 3.0
     design = np.hstack([x, np.ones((15, 1))])
-    cov = np.linalg.inv(design.T @ design / sigma**2 + delta * np.eye(3))
-    mean = cov @ design.T @ y[:, 0] / sigma**2
+    cov = np.linalg.inv(design.T @ design / noise_scale**2 + delta * np.eye(3))
+    mean = cov @ design.T @ y[:, 0] / noise_scale**2
     params = [{"W": jnp.asarray(mean[:2, None]), "b": jnp.asarray(mean[2:])}]
     post = la.laplace(
-        params, jnp.asarray(x), jnp.asarray(y), likelihood="gaussian", sigma=sigma,
+        params, jnp.asarray(x), jnp.asarray(y), likelihood="gaussian", noise_scale=noise_scale,
         prior_precision=delta, activation="identity",
     )  # fmt: skip
-    k = sigma**2 * np.eye(15) + design @ design.T / delta
+    k = noise_scale**2 * np.eye(15) + design @ design.T / delta
     sign, logdet = np.linalg.slogdet(k)
     exact = -0.5 * (y[:, 0] @ np.linalg.solve(k, y[:, 0]) + logdet + 15 * np.log(2 * np.pi))
     np.testing.assert_allclose(float(la.log_marginal_likelihood(post)), exact, rtol=1e-8)
@@ -183,12 +187,12 @@ def test_bad_input():
         la.laplace(params, x, y, likelihood="poisson")
     with pytest.raises(ValueError, match="subset"):
         la.laplace(params, x, y, likelihood="gaussian", subset="middle")
-    with pytest.raises(ValueError, match="sigma"):
-        la.laplace(params, x, y, likelihood="gaussian", sigma=-1.0)
+    with pytest.raises(ValueError, match="noise_scale"):
+        la.laplace(params, x, y, likelihood="gaussian", noise_scale=-1.0)
     with pytest.raises(ValueError, match="prior_precision"):
         la.laplace(params, x, y, likelihood="gaussian", prior_precision=0.0)
-    with pytest.raises(TypeError, match="sigma"):
-        la.laplace(params, x, y, likelihood="gaussian", sigma="big")
+    with pytest.raises(TypeError, match="noise_scale"):
+        la.laplace(params, x, y, likelihood="gaussian", noise_scale="big")
     with pytest.raises(ValueError, match="laplace: x has 12 rows but y has 3"):
         la.laplace(params, x, y[:3], likelihood="gaussian")
     with pytest.raises(ValueError, match="NaN"):

@@ -53,7 +53,7 @@ def test_guide_params_round_trip_and_names():
 
 def test_from_guide_params_reads_a_numpyro_fit():
     x, y = toy_data()
-    kwargs = mf.mlp_model_kwargs(x, y, widths=WIDTHS, noise=0.3)
+    kwargs = mf.mlp_model_kwargs(x, y, widths=WIDTHS, noise_scale=0.3)
     fit = vi.fit_mfvi(jax.random.key(0), models.mlp_regression, kwargs, num_steps=5,
                       num_particles=1, scale_transform="exp")  # fmt: skip
     q = mf.from_guide_params(fit["params"])
@@ -95,7 +95,7 @@ def test_predictive_outputs_are_the_nets_of_the_draws():
 def test_log_joint_gaussian_closed_form():
     x, y = toy_data()
     params = nets.mlp_init(jax.random.key(5), WIDTHS)
-    got = mf.log_joint(params, x, y, prior_scale=0.7, noise=0.3, activation="tanh")
+    got = mf.log_joint(params, x, y, prior_scale=0.7, noise_scale=0.3, activation="tanh")
     f = np.asarray(nets.mlp_apply(params, x, "tanh"))[:, 0]
     prior = sum(stats.norm.logpdf(np.asarray(v), 0, 0.7).sum() for v in jax.tree.leaves(params))
     np.testing.assert_allclose(got, stats.norm.logpdf(y, f, 0.3).sum() + prior, rtol=1e-5)
@@ -118,10 +118,10 @@ def test_mlp_model_and_kwargs():
     assert mf.mlp_model("categorical") is models.mlp_classification
     with pytest.raises(ValueError, match="likelihood"):
         mf.mlp_model("poisson")
-    assert "noise" not in mf.mlp_model_kwargs(
+    assert "noise_scale" not in mf.mlp_model_kwargs(
         None, None, widths=(2, 3, 4), likelihood="categorical"
     )
-    assert mf.mlp_model_kwargs(None, None, widths=[2, 3, 1], noise=0.2)["widths"] == (2, 3, 1)
+    assert mf.mlp_model_kwargs(None, None, widths=[2, 3, 1], noise_scale=0.2)["widths"] == (2, 3, 1)
 
 
 def test_unit_kl_sums_to_the_kl_of_q_to_the_prior():

@@ -22,7 +22,7 @@ def toy_map():
     x = jnp.asarray(rng.uniform(-2, 2, (40, 1)), jnp.float32)
     y = jnp.sin(2 * x) + 0.1 * jnp.asarray(rng.normal(size=(40, 1)), jnp.float32)
     params, _ = laplace.train_map(nets.mlp_init(KEY, (1, 8, 1), 0.5), x, y,
-                                  likelihood="gaussian", sigma=0.1, activation="tanh",
+                                  likelihood="gaussian", noise_scale=0.1, activation="tanh",
                                   num_steps=3000, learning_rate=1e-2)  # fmt: skip
     theta, unravel = ravel_pytree(params)
     return x, y, theta, unravel
@@ -36,7 +36,7 @@ def test_unit_directions():
 
 def test_drift_refine_stays_near_map_loss():
     x, y, theta, unravel = toy_map()
-    loss = metricbnn.refinement_loss(unravel, TANH, x, y, likelihood="gaussian", sigma=0.1)
+    loss = metricbnn.refinement_loss(unravel, TANH, x, y, likelihood="gaussian", noise_scale=0.1)
     mse = metricbnn.refinement_loss(unravel, TANH, x, y, likelihood="gaussian",
                                     regularised=False)  # fmt: skip
     paths, dirs = metricbnn.sample_trajectories(loss, theta, KEY, num_particles=4,
@@ -57,7 +57,7 @@ def test_refinement_loss_values():
     theta, unravel = ravel_pytree(params)
     ident = partial(nets.mlp_apply, activation_name="identity")
     y = jnp.array([[1.0], [1.0]])  # residuals 0 and 2: MSE 2
-    reg = metricbnn.refinement_loss(unravel, ident, x, y, likelihood="gaussian", sigma=0.5,
+    reg = metricbnn.refinement_loss(unravel, ident, x, y, likelihood="gaussian", noise_scale=0.5,
                                     prior_precision=2.0)  # fmt: skip
     np.testing.assert_allclose(reg(theta), 2.0 + 2.0 * 0.25 / 2 * 5.0, rtol=1e-6)
     labels = jnp.array([0, 1])
@@ -84,7 +84,7 @@ def test_autoencoder_losses_hand_computed():
 
 def test_autoencoder_and_latent_sampling():
     x, y, theta, unravel = toy_map()
-    loss = metricbnn.refinement_loss(unravel, TANH, x, y, likelihood="gaussian", sigma=0.1)
+    loss = metricbnn.refinement_loss(unravel, TANH, x, y, likelihood="gaussian", noise_scale=0.1)
     paths, _ = metricbnn.sample_trajectories(loss, theta, KEY, num_particles=3, num_steps=20,
                                              drift=1e-2, learning_rate=1e-2)  # fmt: skip
     model, trace = metricbnn.train_autoencoder(KEY, paths, theta, latent_dim=4, hidden=(16,),
@@ -165,7 +165,7 @@ def test_max_curvature_and_stable_learning_rate():
 
 def test_walk_and_embed_is_both_phases_with_split_keys():
     x, y, theta, unravel = toy_map()
-    loss = metricbnn.refinement_loss(unravel, TANH, x, y, likelihood="gaussian", sigma=0.1)
+    loss = metricbnn.refinement_loss(unravel, TANH, x, y, likelihood="gaussian", noise_scale=0.1)
     walk = dict(num_particles=2, num_steps=5, drift=1e-2, learning_rate=1e-2, num_refine=2)
     ae = dict(latent_dim=3, hidden=(8,), num_components=4)
     paths, model, trace = metricbnn.walk_and_embed(

@@ -66,7 +66,7 @@ def snelson_like():
 def test_snelson_repeat_is_the_pipeline_then_the_metrics():
     problem, widths = snelson_like()
     loss = metricbnn.refinement_loss(problem.unravel, RELU, problem.x, problem.y,
-                                     likelihood="gaussian", sigma=0.3)  # fmt: skip
+                                     likelihood="gaussian", noise_scale=0.3)  # fmt: skip
     settings = dict(widths=widths, prior_precision=1.0, map_steps=50, map_learning_rate=1e-2)
     out = mbx.snelson_repeat(KEY, problem, loss_fn=loss, walk_fn=WALK, num_samples=16,
                              refine_learning_rate=1e-3, **settings)  # fmt: skip
@@ -79,7 +79,7 @@ def test_snelson_repeat_is_the_pipeline_then_the_metrics():
     # by hand: the same keys in the same order
     k_init, k_curv, k_walk, k_metrics = jax.random.split(KEY, 4)
     p, _ = laplace.train_map(nets.mlp_init(k_init, widths, scheme="fan_in"), problem.x, problem.y,
-                             likelihood="gaussian", sigma=0.3, prior_precision=1.0,
+                             likelihood="gaussian", noise_scale=0.3, prior_precision=1.0,
                              num_steps=50, learning_rate=1e-2)  # fmt: skip
     th = ravel_pytree(p)[0]
     lr = metricbnn.stable_learning_rate(loss, th, k_curv, 1e-3)

@@ -14,7 +14,7 @@ from bnn_posteriors.inference import vi
 
 
 def _fit(x, y, **change):
-    model_kwargs = dict(x=x, y=y, widths=(2, 1), noise=0.5, prior_scale=1.0)
+    model_kwargs = dict(x=x, y=y, widths=(2, 1), noise_scale=0.5, prior_scale=1.0)
     settings = dict(num_steps=3000, learning_rate=0.01, schedule="constant", num_particles=16)
     return vi.fit_mfvi(jax.random.PRNGKey(0), models.mlp_regression, model_kwargs,
                        **{**settings, **change})  # fmt: skip
@@ -84,15 +84,15 @@ def test_mfvi_rejects_bad_input():
     key = jax.random.PRNGKey(0)
     with pytest.raises(ValueError, match="one output"):
         vi.fit_mfvi(
-            key, models.mlp_regression, dict(x=x, y=y, widths=(2, 2), noise=0.1), num_steps=2
+            key, models.mlp_regression, dict(x=x, y=y, widths=(2, 2), noise_scale=0.1), num_steps=2
         )
     with pytest.raises(ValueError, match=r"fit_mfvi: x has 2 columns \(features\), expected 3"):
-        vi.fit_mfvi(key, models.mlp_regression, dict(x=x, y=y, widths=(3, 1), noise=0.1))
+        vi.fit_mfvi(key, models.mlp_regression, dict(x=x, y=y, widths=(3, 1), noise_scale=0.1))
     with pytest.raises(ValueError, match="x has 5 rows but y has 3"):
         _fit(x, y[:3])
-    with pytest.raises(ValueError, match="noise"):
+    with pytest.raises(ValueError, match="noise_scale"):
         vi.fit_mfvi(
-            key, models.mlp_regression, dict(x=x, y=y, widths=(2, 1), noise=-1.0), num_steps=2
+            key, models.mlp_regression, dict(x=x, y=y, widths=(2, 1), noise_scale=-1.0), num_steps=2
         )
     with pytest.raises(ValueError, match="num_steps"):
         _fit(x, y, num_steps=0)

@@ -135,16 +135,6 @@ def test_nuts_bde_runs_from_warm_starts():
     assert samples["W0"].shape == (2, 10, 2, 4) and stats["step_size"].shape == (2,)
 
 
-def test_dead_relu_start_kills_layer():
-    x, _ = _data()
-    params = nets.mlp_init(jax.random.PRNGKey(0), WIDTHS, scheme="glorot")
-    dead = mile.dead_relu_start(params, 0, x=x)
-    h = jax.nn.relu(x @ dead[0]["W"] + dead[0]["b"])
-    assert np.all(h == 0)
-    with pytest.raises(ValueError, match="hidden layer"):
-        mile.dead_relu_start(params, 1)
-
-
 def test_bad_input():
     x, y = _data()
     starts = _starts(2)

@@ -122,7 +122,7 @@ def test_mlp_regression_sites():
 
 def test_mlp_regression_log_joint_with_fixed_noise():
     sites, params = mlp_params()
-    kwargs = {"widths": WIDTHS, "activation": "tanh", "prior_scale": 0.8, "noise": 0.3}
+    kwargs = {"widths": WIDTHS, "activation": "tanh", "prior_scale": 0.8, "noise_scale": 0.3}
     logp, tr = log_density(models.mlp_regression, (XM, YM), kwargs, sites)
     assert "log_sigma" not in tr
     mean = np.tanh(XM @ params[0]["W"] + params[0]["b"]) @ params[1]["W"] + params[1]["b"]
@@ -156,7 +156,7 @@ def test_mlp_regression_rejects_bad_widths():
         trace(models.mlp_regression, x=XM, widths=(2,))
 
 
-@pytest.mark.parametrize(("name", "value"), [("prior_scale", 0.0), ("noise", -0.1)])
+@pytest.mark.parametrize(("name", "value"), [("prior_scale", 0.0), ("noise_scale", -0.1)])
 def test_mlp_regression_rejects_non_positive_scales(name, value):
     with pytest.raises(ValueError, match=f"{name} must be a positive number"):
         trace(models.mlp_regression, x=XM, widths=WIDTHS, **{name: value})
@@ -170,7 +170,7 @@ def test_mlp_regression_rejects_unknown_activation():
 def test_mlp_regression_prior_predictive_scale():
     # With a 1-layer affine net f(x) = x W + b and W, b ~ N(0, s²), f(0) ~ N(0, s²).
     predictive = numpyro.infer.Predictive(models.mlp_regression, num_samples=4000)
-    draws = predictive(jax.random.key(3), x=np.zeros((1, 1)), widths=(1, 1), noise=1e-3)
+    draws = predictive(jax.random.key(3), x=np.zeros((1, 1)), widths=(1, 1), noise_scale=1e-3)
     assert draws["mean"].shape == (4000, 1)
     assert float(jnp.std(draws["mean"])) == pytest.approx(1.0, rel=0.06)
 
@@ -195,7 +195,7 @@ def test_narrow_network_rejects_mismatched_prior_shapes():
 
 
 def test_mlp_regression_without_bias_has_only_weight_sites():
-    tr = trace(models.mlp_regression, x=XM, y=YM, widths=WIDTHS, bias=False, noise=0.5)
+    tr = trace(models.mlp_regression, x=XM, y=YM, widths=WIDTHS, bias=False, noise_scale=0.5)
     latent = {k for k, v in tr.items() if v["type"] == "sample" and not v["is_observed"]}
     assert latent == {"W0", "W1"}
     params = [{"W": tr["W0"]["value"]}, {"W": tr["W1"]["value"]}]
@@ -251,7 +251,10 @@ def test_mlp_regression_heteroscedastic_sites():
     [
         (dict(widths=(2, 3, 1)), r"heteroscedastic regression needs two outputs \(mean, log"),
         (dict(widths=(2, 3, 3)), "heteroscedastic regression needs two outputs"),
-        (dict(widths=(2, 3, 2), noise=0.5), "learns its noise scale.*noise must be None"),
+        (
+            dict(widths=(2, 3, 2), noise_scale=0.5),
+            "learns its noise scale.*noise_scale must be None",
+        ),
     ],
 )
 def test_mlp_regression_heteroscedastic_rejects_bad_input(kwargs, match):

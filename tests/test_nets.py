@@ -212,3 +212,13 @@ def test_fan_in_and_he_schemes_scale_by_the_fan_in(scheme, variance):
     layers = nets.mlp_init(jax.random.PRNGKey(1), (400, 300, 2), scheme=scheme)
     np.testing.assert_allclose(float(jnp.var(layers[0]["W"])), variance, rtol=0.02)
     assert float(jnp.abs(layers[1]["b"]).max()) == 0.0
+
+
+def test_dead_relu_start_kills_layer():
+    x = jax.random.normal(jax.random.PRNGKey(1), (20, 3))
+    params = nets.mlp_init(jax.random.PRNGKey(0), (3, 8, 8, 1), scheme="glorot")
+    dead = nets.dead_relu_start(params, 0, x=x)
+    h = jax.nn.relu(x @ dead[0]["W"] + dead[0]["b"])
+    assert np.all(h == 0)
+    with pytest.raises(ValueError, match="hidden layer"):
+        nets.dead_relu_start(params, 2)

@@ -111,7 +111,7 @@ def test_elbo_identity():
     """ELBO(q_G) − ELBO(q) = I within Monte-Carlo error ([SYM] §4)."""
     x, y = toy_data()
     q = make_q(spread=0.8, scale=0.4)
-    kw = dict(noise=0.3)
+    kw = dict(noise_scale=0.3)
     e_q = sym.elbo_samples(jax.random.key(1), q, x, y, 20_000, **kw)
     e_g = sym.elbo_samples(jax.random.key(2), q, x, y, 20_000, symmetrised=True, **kw)
     mi, mi_se = sym.mutual_information(jax.random.key(3), q, 20_000)
@@ -135,7 +135,7 @@ def test_symmetrised_elbo_is_the_mean_field_elbo_minus_lambda_i():
     x, y = toy_data()
     q = make_q(spread=0.8, scale=0.4)
     model = mf.mlp_model("gaussian")
-    kwargs = mf.mlp_model_kwargs(x, y, widths=WIDTHS, noise=0.3)
+    kwargs = mf.mlp_model_kwargs(x, y, widths=WIDTHS, noise_scale=0.3)
     guide = vi.mean_field_guide(model, init_loc=nets.sites(q["loc"]), scale_transform="exp")
     numpyro.handlers.seed(guide, rng_seed=0)(**kwargs)  # build the prototype before the ELBOs
     params, key = mf.to_guide_params(q), jax.random.key(7)
@@ -151,7 +151,7 @@ def test_fit_symmetrised_raises_mi():
     x, y = toy_data(20)
     keys = jnp.stack([jax.random.key_data(jax.random.key(0))] * 2)
     q, losses = sym.fit_mean_field(
-        keys, x, y, jnp.array([0.0, 1.0]), widths=WIDTHS, num_steps=300, noise=0.3,
+        keys, x, y, jnp.array([0.0, 1.0]), widths=WIDTHS, num_steps=300, noise_scale=0.3,
         learning_rate=0.02, num_particles=2,
     )  # fmt: skip
     assert losses.shape == (2, 300) and bool(jnp.all(jnp.isfinite(losses)))
@@ -168,7 +168,7 @@ def test_fit_starts_from_init_mean_field():
     key = jax.random.key(3)
     keys = jax.random.key_data(key)[None]
     q, _ = sym.fit_mean_field(keys, x, y, jnp.zeros(1), widths=WIDTHS, num_steps=1,
-                              learning_rate=1e-9, init_scale=0.2, noise=0.3)  # fmt: skip
+                              learning_rate=1e-9, init_scale=0.2, noise_scale=0.3)  # fmt: skip
     start = mf.init_mean_field(jax.random.split(key)[0], WIDTHS, init_scale=0.2)
     for got, want in zip(jax.tree.leaves(q), jax.tree.leaves(start), strict=True):
         np.testing.assert_allclose(got[0], want, atol=1e-6)
@@ -209,5 +209,5 @@ def test_input_validation():
         sym.fit_mean_field(keys, x, y, jnp.ones(1), widths=(2, 3, 3, 1))
     with pytest.raises(ValueError, match="likelihood"):
         sym.fit_mean_field(keys, x, y, jnp.ones(1), widths=WIDTHS, likelihood="poisson")
-    with pytest.raises(ValueError, match="fit_mean_field: noise"):
-        sym.fit_mean_field(keys, x, y, jnp.ones(1), widths=WIDTHS, noise=0.0)
+    with pytest.raises(ValueError, match="fit_mean_field: noise_scale"):
+        sym.fit_mean_field(keys, x, y, jnp.ones(1), widths=WIDTHS, noise_scale=0.0)

@@ -16,7 +16,7 @@ from bnn_posteriors.studies import symmetrised_experiments as sx
 
 
 def test_toy_regression():
-    x, y = sx.toy_regression(jax.random.key(0), 500, noise=0.0)
+    x, y = sx.toy_regression(jax.random.key(0), 500, noise_scale=0.0)
     assert x.shape == (500, 1) and y.shape == (500,)
     assert float(x.min()) >= -2.0 and float(x.max()) <= 2.0
     np.testing.assert_allclose(y, np.sin(2 * x[:, 0]) + 0.5 * x[:, 0], atol=1e-6)
@@ -35,7 +35,7 @@ def test_pool_images_averages_blocks():
 
 
 def test_orbit_summary():
-    out = sx.orbit_summary(jax.random.key(0), (2, 3, 1), 2, num_points=8, noise=0.3)
+    out = sx.orbit_summary(jax.random.key(0), (2, 3, 1), 2, num_points=8, noise_scale=0.3)
     assert len(out) == 2 and all(m["copies"] == m["size"] == 6 for m in out)
     assert max(m["joint_change"] for m in out) < 1e-5
     assert min(m["min_distance"] for m in out) > 1e-2
@@ -50,7 +50,7 @@ def toy_fits():
     keys = jax.random.split(jax.random.PRNGKey(2), 2)
     run_keys, lam = jnp.concatenate([keys, keys]), jnp.repeat(jnp.array([0.0, 1.0]), 2)
     fit = dict(num_steps=50, learning_rate=0.02, num_particles=1, init_scale=0.1)
-    kw = dict(likelihood="gaussian", noise=0.3)
+    kw = dict(likelihood="gaussian", noise_scale=0.3)
     fits = {w: sx.fit_width(run_keys, lam, x, y, jnp.concatenate([x_te, x_te[:3]]), y_te,
                             jax.random.PRNGKey(3), width=w, fit=fit, eval_samples=16, **kw)
             for w in (2, 3)}  # fmt: skip
@@ -85,7 +85,7 @@ def test_evaluate_categorical():
 def test_identity_test_is_calibrated_on_a_fit(toy_fits):
     x, y, fits = toy_fits
     q = jax.tree.map(lambda v: v[0], fits[3]["q"])
-    out = sx.identity_test(jax.random.key(0), q, x, y, num_samples=2000, noise=0.3)
+    out = sx.identity_test(jax.random.key(0), q, x, y, num_samples=2000, noise_scale=0.3)
     assert abs(out["z"]) < 4 and 0 <= out["mi"] <= math.log(6) + 1e-4
     assert out["gap_se"] <= out["elbo_q_se"] + 1e-6  # pairing removes the shared noise
 

@@ -40,7 +40,7 @@ def hand_kl(q, prior_scale):
     return total
 
 
-def hand_expected_log_lik(q, x, y, noise, num_draws=400_000, seed=1):
+def hand_expected_log_lik(q, x, y, noise_scale, num_draws=400_000, seed=1):
     """Σ_i E_q log N(y_i | f_w(x_i), noise²) by plain numpy Monte Carlo over w ~ q."""
     rng = np.random.default_rng(seed)
     mu0, sd0 = np.asarray(q["W0_loc"], float), np.asarray(q["W0_scale"], float)
@@ -50,7 +50,7 @@ def hand_expected_log_lik(q, x, y, noise, num_draws=400_000, seed=1):
     w1 = mu1 + sd1 * rng.standard_normal((num_draws, *mu1.shape))
     hidden = np.maximum(np.einsum("nd,sdh->snh", np.asarray(x, float), w0), 0.0)
     f = np.einsum("snh,sho->sno", hidden, w1)[..., 0] / width
-    logp = stats.norm.logpdf(np.asarray(y, float), f, noise).sum(axis=1)
+    logp = stats.norm.logpdf(np.asarray(y, float), f, noise_scale).sum(axis=1)
     return logp.mean(), logp.std() / np.sqrt(num_draws)
 
 
@@ -96,7 +96,7 @@ def test_kl_is_zero_at_the_prior_and_matches_hand_formula():
 def test_tempered_objective_is_minus_eta_kl_plus_expected_log_likelihood():
     """NumPyro's loss with the η-scaled guide = −(−η·KL + E_q log L), checked by hand."""
     x, y, q = tiny_problem()
-    kwargs = dict(x=x, y=y, width=3, noise=0.8, prior_scale=0.7)
+    kwargs = dict(x=x, y=y, width=3, noise_scale=0.8, prior_scale=0.7)
     eta = 0.25
     terms = tempering.mc_elbo_terms(KEY, q, kwargs, eta, num_particles=50_000)
     kl = hand_kl(q, 0.7)
@@ -105,7 +105,7 @@ def test_tempered_objective_is_minus_eta_kl_plus_expected_log_likelihood():
     assert abs(float(terms["expected_log_lik"]) - ell) < 6 * ell_se + 0.05
     assert abs(float(terms["elbo"]) - (-eta * kl + ell)) < 6 * ell_se + 0.05
     # the closed form agrees with the hand Monte Carlo too
-    exact = tempering.gaussian_elbo_terms(q, x, y, eta=eta, prior_scale=0.7, noise=0.8)
+    exact = tempering.gaussian_elbo_terms(q, x, y, eta=eta, prior_scale=0.7, noise_scale=0.8)
     assert abs(float(exact["expected_log_lik"]) - ell) < 6 * ell_se + 1e-3
     assert float(exact["elbo"]) == pytest.approx(-eta * float(exact["kl"]) + ell, abs=0.05)
 
@@ -120,7 +120,7 @@ def test_expected_loss_is_the_data_term_without_its_constant():
     hidden = np.maximum(np.einsum("nd,sdh->snh", np.asarray(x, float), w0), 0.0)
     f = np.einsum("snh,sho->sno", hidden, w1)[..., 0] / 3
     loss = ((np.asarray(y, float) - f) ** 2).sum(axis=1) / (2 * 0.8**2)
-    terms = tempering.gaussian_elbo_terms(q, x, y, noise=0.8)
+    terms = tempering.gaussian_elbo_terms(q, x, y, noise_scale=0.8)
     assert abs(float(terms["expected_loss"]) - loss.mean()) < 6 * loss.std() / np.sqrt(draws)
     const = -0.5 * len(y) * np.log(2 * np.pi * 0.8**2)
     assert float(terms["expected_log_lik"]) == pytest.approx(
@@ -133,14 +133,14 @@ def test_expected_loss_is_the_data_term_without_its_constant():
         "W1_scale": jnp.full_like(q["W1_scale"], 1e-8),
     }
     mean, _ = tempering.predictive_moments(exact, x)
-    zero = tempering.gaussian_elbo_terms(exact, x, mean[:, 0], noise=0.3)
+    zero = tempering.gaussian_elbo_terms(exact, x, mean[:, 0], noise_scale=0.3)
     assert float(zero["expected_loss"]) == pytest.approx(0.0, abs=1e-5)
 
 
 def test_temperature_only_reweights_the_kl():
     """Same key, two temperatures: the ELBOs differ by exactly (η₁ − η₂)·KL."""
     x, y, q = tiny_problem()
-    kwargs = dict(x=x, y=y, width=3, noise=0.8, prior_scale=0.7)
+    kwargs = dict(x=x, y=y, width=3, noise_scale=0.8, prior_scale=0.7)
     a = tempering.mc_elbo_terms(KEY, q, kwargs, 1.0, num_particles=4)
     b = tempering.mc_elbo_terms(KEY, q, kwargs, 0.1, num_particles=4)
     assert float(a["expected_log_lik"]) == pytest.approx(float(b["expected_log_lik"]), rel=1e-6)
@@ -188,7 +188,7 @@ def test_predictive_moments_match_monte_carlo():
 def test_gap_is_the_variance_term_and_shrinks_like_one_over_n():
     """Replicating every neuron k times keeps ν_N^θ and divides the gap by k exactly."""
     x, y, q = tiny_problem()
-    terms = tempering.gaussian_elbo_terms(q, x, y, noise=0.8)
+    terms = tempering.gaussian_elbo_terms(q, x, y, noise_scale=0.8)
     assert float(terms["gap"]) > 0
     assert float(terms["limit"] - terms["elbo"]) == pytest.approx(float(terms["gap"]), rel=1e-4)
     for k in (2, 8):
@@ -198,7 +198,7 @@ def test_gap_is_the_variance_term_and_shrinks_like_one_over_n():
             "W1_loc": jnp.tile(q["W1_loc"], (k, 1)),
             "W1_scale": jnp.tile(q["W1_scale"], (k, 1)),
         }
-        t = tempering.gaussian_elbo_terms(rep, x, y, noise=0.8)
+        t = tempering.gaussian_elbo_terms(rep, x, y, noise_scale=0.8)
         assert float(t["gap"]) == pytest.approx(float(terms["gap"]) / k, rel=1e-4)
         assert float(t["limit_log_lik"]) == pytest.approx(float(terms["limit_log_lik"]), rel=1e-5)
         assert float(t["kl"]) == pytest.approx(k * float(terms["kl"]), rel=1e-5)

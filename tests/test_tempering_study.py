@@ -12,7 +12,7 @@ from bnn_posteriors.inference import tempering
 from bnn_posteriors.studies import tempering_study as study
 
 KEY = jax.random.PRNGKey(0)
-FIT = dict(noise=1.0, prior_scale=1.0, init_scale=1.0, num_steps=20, learning_rate=0.03,
+FIT = dict(noise_scale=1.0, prior_scale=1.0, init_scale=1.0, num_steps=20, learning_rate=0.03,
            num_particles=1)  # fmt: skip
 
 
@@ -143,14 +143,14 @@ def test_fit_over_widths_matches_a_direct_fit_with_the_same_keys(fitted):
     params, _ = tempering.fit_tempered(
         jax.random.fold_in(jax.random.PRNGKey(2), 4),
         dict(x=jnp.stack([sets[s]["x"] for s in keys]), y=jnp.stack([sets[s]["y"] for s in keys]),
-             width=4, noise=1.0, prior_scale=1.0),
+             width=4, noise_scale=1.0, prior_scale=1.0),
         jax.tree.map(lambda *a: jnp.stack(a), *inits),
         jnp.asarray([(1.0, 0.1 * 10 / 4)] * 4), num_steps=20, learning_rate=0.03,
         num_particles=1, batched=("x", "y"),
     )  # fmt: skip
     q = {k: v[3, 1] for k, v in params.items()}
     terms = study.elbo_terms(q, sets["four", 1]["x"], sets["four", 1]["y"], eta=0.1 * 10 / 4,
-                             prior_scale=1.0, noise=1.0)  # fmt: skip
+                             prior_scale=1.0, noise_scale=1.0)  # fmt: skip
     assert rows[1]["elbo"] == float(terms["elbo"]) and rows[1]["gap"] == float(terms["gap"])
 
 
@@ -255,7 +255,7 @@ def test_fixed_nu_terms_scale_by_construction():
     x = tempering.augment(jnp.linspace(-1, 1, 8)[:, None])
     y = jnp.sin(x[:, 0])
     out = study.fixed_nu_terms(KEY, q_nu, x, y, (4, 16, 64), np.array([4, 8]), num_draws=3,
-                               noise=1.0, prior_scale=1.0)  # fmt: skip
+                               noise_scale=1.0, prior_scale=1.0)  # fmt: skip
     kl_one = float(tempering.kl_mean_field({k: jnp.asarray(v) for k, v in one.items()}))
     np.testing.assert_allclose(out["kl"], kl_one * np.array([4, 16, 64]), rtol=1e-5)
     assert study.loglog_slope([4, 16, 64], out["gap"]) == pytest.approx(-1.0, abs=1e-4)

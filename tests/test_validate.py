@@ -209,8 +209,8 @@ def test_ensembles_and_mfvi_reject_bad_data():
         ensembles.train_ensemble(
             KEY, x, y, np.ones((8, 3)), y, widths=(2, 4, 1), n_members=1, max_epochs=1
         )
-    with pytest.raises(ValueError, match="train_ensemble: noise must be a positive number"):
-        ensembles.train_ensemble(KEY, x, y, x, y, widths=(2, 4, 1), n_members=1, noise=0.0)
+    with pytest.raises(ValueError, match="train_ensemble: noise_scale must be a positive number"):
+        ensembles.train_ensemble(KEY, x, y, x, y, widths=(2, 4, 1), n_members=1, noise_scale=0.0)
     with pytest.raises(ValueError, match="fit_mfvi: prior_scale must be a positive"):
         vi.fit_mfvi(KEY, models.mlp_regression, dict(x=x, y=y, widths=(2, 1), prior_scale=-1.0))
 

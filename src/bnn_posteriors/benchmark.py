@@ -133,12 +133,12 @@ def _laplace_unit(key, split: data.Split, s: Mapping) -> dict:
     x, y = jnp.asarray(split.x_train, jnp.float32), jnp.asarray(split.y_train, jnp.float32)
     params0 = nets.mlp_init(key, widths, scheme="glorot")
     params, trace = laplace.train_map(
-        params0, x, y[:, None], likelihood="gaussian", sigma=s["map_sigma"],
+        params0, x, y[:, None], likelihood="gaussian", noise_scale=s["map_sigma"],
         prior_precision=1.0 / s["prior_scale"] ** 2, num_steps=int(s["map_steps"]),
         learning_rate=s["map_learning_rate"], weight_decay=s["map_weight_decay"],
     )  # fmt: skip
     post = laplace.laplace(
-        params, x, y[:, None], likelihood="gaussian", sigma=s["ggn_sigma"],
+        params, x, y[:, None], likelihood="gaussian", noise_scale=s["ggn_sigma"],
         prior_precision=1.0 / s["prior_scale"] ** 2, subset="last_layer",
     )  # fmt: skip
 
@@ -167,7 +167,7 @@ def _mfvi_unit(key, split: data.Split, s: Mapping) -> dict:
     key_init, key_steps = jax.random.split(key_fit)
     x, y = (jnp.asarray(v, jnp.float32) for v in (split.x_train, split.y_train))
     model_kwargs = dict(
-        x=x, y=y, widths=widths, prior_scale=s["prior_scale"], noise=s["mfvi_noise"]
+        x=x, y=y, widths=widths, prior_scale=s["prior_scale"], noise_scale=s["mfvi_noise"]
     )
     fit = vi.fit_mfvi(
         key_steps, models.mlp_regression, model_kwargs, num_steps=int(s["mfvi_steps"]),
@@ -200,7 +200,7 @@ def _mile_unit(key, split: data.Split, s: Mapping, progress: bool = False, cache
         n_members=int(s["de_members"]), learning_rate=s["de_learning_rate"],
         weight_decay=s["de_weight_decay"], max_epochs=int(s["de_max_epochs"]),
         batch_size=int(s["de_batch_size"]), patience=int(s["de_patience"]),
-        noise=s["de_noise"],
+        noise_scale=s["de_noise"],
     )  # fmt: skip
     y_test = jnp.asarray(split.y_test)
     means = ensembles.predict(params, jnp.asarray(split.x_test, jnp.float32))  # (M, n)

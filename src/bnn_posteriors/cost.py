@@ -44,8 +44,9 @@ def svd_flops(m: int, n: int) -> float:
     return 2.0 * a * b**2 + 11.0 * b**3
 
 
-def laplace_flops(params, x, x_test, *, sigma: float, activation: str = "tanh") -> dict:
-    """FLOPs of the full-GGN Laplace approximation of a regression MLP (Gaussian noise ``sigma``).
+def laplace_flops(params, x, x_test, *, noise_scale: float, activation: str = "tanh") -> dict:
+    """FLOPs of the full-GGN Laplace approximation of a regression MLP
+    (Gaussian noise sd ``noise_scale``).
 
     Terms: ``ggn`` (per-point Jacobians and Σ JᵀΛJ over ``x``), ``eigh`` (of the P × P GGN),
     ``predictive`` (the covariance from the eigenpairs and J Σ Jᵀ on ``x_test``). The
@@ -57,7 +58,7 @@ def laplace_flops(params, x, x_test, *, sigma: float, activation: str = "tanh") 
     size = theta.size
 
     def ggn(t):
-        return laplace._ggn_chunk(model_fn, t, jnp.asarray(x), sigma, "gaussian")
+        return laplace._ggn_chunk(model_fn, t, jnp.asarray(x), noise_scale, "gaussian")
 
     def predictive(t, vecs, vals):
         cov = (vecs / (vals + 1.0)) @ vecs.T
@@ -138,7 +139,7 @@ def flops_against_depth(
     *,
     depths,
     width: int,
-    sigma: float,
+    noise_scale: float,
     prior_precision: float,
     **budgets,
 ):
@@ -157,9 +158,11 @@ def flops_against_depth(
     for key, depth in zip(rng_keys, depths, strict=True):
         params = nets.mlp_init(key, (1, *([width] * depth), 1), scheme="fan_in")
         theta, unravel = ravel_pytree(params)
-        loss = metricbnn.refinement_loss(unravel, tanh_net, x, y, likelihood="gaussian",
-                                         sigma=sigma, prior_precision=prior_precision)  # fmt: skip
-        la_terms = laplace_flops(params, x, x_test, sigma=sigma)
+        loss = metricbnn.refinement_loss(
+            unravel, tanh_net, x, y, likelihood="gaussian", noise_scale=noise_scale,
+            prior_precision=prior_precision,
+        )  # fmt: skip
+        la_terms = laplace_flops(params, x, x_test, noise_scale=noise_scale)
         mb_terms = metricbnn_flops(loss, theta, tanh_net, unravel, x_test, **budgets)
         rows["depth"].append(depth)
         rows["P"].append(int(theta.size))

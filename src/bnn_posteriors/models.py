@@ -114,7 +114,7 @@ def mlp_regression(
     widths: Sequence[int],
     activation: str = "relu",
     prior_scale: float = 1.0,
-    noise: float | None = None,
+    noise_scale: float | None = None,
     output_scale: float = 1.0,
     bias: bool = True,
     heteroscedastic: bool = False,
@@ -125,21 +125,21 @@ def mlp_regression(
     two-layer nets of [SAP] App. E).
 
     - Mean regression (default): ``widths`` = (d_in, hidden..., 1), y_i ~ N(f(x_i), σ²)
-      with σ fixed to ``noise`` or, if ``noise`` is None, log σ ~ N(0, 1) sampled (site
+      with σ fixed to ``noise_scale`` or, if ``noise_scale`` is None, log σ ~ N(0, 1) sampled (site
       ``log_sigma``).
     - ``heteroscedastic``: ``widths`` = (d_in, hidden..., 2), y_i ~ N(f_0(x_i), σ(x_i)²)
       with σ(x) = clip(exp f_1(x), 1e-6, 1e6) (:func:`heteroscedastic_outputs`; the
-      authors' ``regr`` task of [SAP] Figs. 1, 5, 7); no noise parameter (``noise`` must
+      authors' ``regr`` task of [SAP] Figs. 1, 5, 7); no noise parameter (``noise_scale`` must
       be None).
 
     ``x``: (n, d_in), ``y``: (n,). Deterministic sites ``mean`` (n,) and, heteroscedastic,
     ``scale`` (n,).
     """
     widths = regression_widths(widths, heteroscedastic)
-    if heteroscedastic and noise is not None:
+    if heteroscedastic and noise_scale is not None:
         raise ValueError(
-            f"heteroscedastic regression learns its noise scale σ(x): noise must be None, "
-            f"got {noise!r}"
+            f"heteroscedastic regression learns its noise scale σ(x): noise_scale must be None, "
+            f"got {noise_scale!r}"
         )
     prior_scale = positive("prior_scale", prior_scale)
     params = mlp_prior(widths, prior_scale, bias)
@@ -150,10 +150,10 @@ def mlp_regression(
         numpyro.deterministic("scale", sigma)
         numpyro.sample("y", dist.Normal(mean, sigma).to_event(1), obs=y)
         return
-    if noise is None:
+    if noise_scale is None:
         sigma = jnp.exp(numpyro.sample("log_sigma", dist.Normal(0.0, 1.0)))
     else:
-        sigma = positive("noise", noise)
+        sigma = positive("noise_scale", noise_scale)
     mean = nets.mlp_apply(params, x, activation, output_scale)[..., 0]
     numpyro.deterministic("mean", mean)
     numpyro.sample("y", dist.Normal(mean, sigma).to_event(1), obs=y)

@@ -213,3 +213,27 @@ def flip_neuron(params: list[dict], layer: int, neuron: int) -> list[dict]:
     """
     layer, neuron = _hidden_index(params, layer, neuron)
     return _scale_neuron(params, layer, neuron, -1.0, -1.0)
+
+
+def dead_relu_start(params: list[dict], layer: int = 0, offset: float = 10.0, x=None) -> list[dict]:
+    """A start where hidden layer ``layer`` is dead on all data ([SAP] §3.4).
+
+    Sets the layer's biases to ``−offset − max_i |pre-activation_i|`` so every
+    pre-activation is negative on ``x`` (or to ``−offset`` when ``x`` is None): the ReLU
+    outputs are 0, the gradient of the likelihood w.r.t. every earlier weight vanishes.
+    ``params``: one network (no member axis).
+    """
+    if not math.isfinite(offset) or offset <= 0:
+        raise ValueError(f"offset must be a positive number, got {offset}")
+    n_hidden = len(params) - 1
+    if not 0 <= layer < n_hidden:
+        raise ValueError(f"layer must index a hidden layer in [0, {n_hidden - 1}], got {layer}")
+    new = [dict(p) for p in params]
+    shift = 0.0
+    if x is not None:
+        h = jnp.asarray(x)
+        for p in params[:layer]:
+            h = jax.nn.relu(_affine(h, p))
+        shift = jnp.max(jnp.abs(h @ params[layer]["W"]), axis=0)
+    new[layer]["b"] = -offset - shift * jnp.ones_like(params[layer]["b"])
+    return new

@@ -151,7 +151,7 @@ def _labels(y, pre: str):
 
 
 # keyword arguments of the models that are standard deviations
-SCALE_ARGUMENTS = ("prior_scale", "noise", "sigma", "tau")
+SCALE_ARGUMENTS = ("prior_scale", "noise_scale", "sigma", "tau")
 
 
 def check_model_data(model_kwargs, *, where: str) -> None:

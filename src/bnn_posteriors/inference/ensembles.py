@@ -36,19 +36,19 @@ def check_xy(x, y, label: str, n_features: int | None = None) -> tuple[jax.Array
 
 
 def gaussian_nll(
-    params, x, y, noise: float | None, activation: str = "relu", heteroscedastic: bool = False
+    params, x, y, noise_scale: float | None, activation: str = "relu", heteroscedastic: bool = False
 ):
     """Mean Gaussian negative log-likelihood −(1/n) Σ_i log N(y_i | f(x_i), σ_i²).
 
-    σ_i = ``noise`` (mean regression, one output), or, ``heteroscedastic`` (two outputs,
-    ``noise`` ignored), f(x_i) = f_0(x_i) and σ_i = clip(exp f_1(x_i), 1e-6, 1e6)
+    σ_i = ``noise_scale`` (mean regression, one output), or, ``heteroscedastic`` (two outputs,
+    ``noise_scale`` ignored), f(x_i) = f_0(x_i) and σ_i = clip(exp f_1(x_i), 1e-6, 1e6)
     (:func:`bnn_posteriors.models.heteroscedastic_outputs`). ``x`` (n, d), ``y`` (n,).
     """
     out = nets.mlp_apply(params, x, activation)
     if heteroscedastic:
         mean, scale = models.heteroscedastic_outputs(out)
     else:
-        mean, scale = out[:, 0], noise
+        mean, scale = out[:, 0], noise_scale
     return jnp.mean(0.5 * ((y - mean) / scale) ** 2 + jnp.log(scale) + 0.5 * jnp.log(2 * jnp.pi))
 
 
@@ -61,7 +61,7 @@ def _compiled_train(
     max_epochs,
     batch_size,
     patience,
-    noise,
+    noise_scale,
     act,
     heteroscedastic=False,
 ):
@@ -71,7 +71,7 @@ def _compiled_train(
     size = min(batch_size, n_train)
 
     def loss(params, xb, yb):
-        return gaussian_nll(params, xb, yb, noise, act, heteroscedastic)
+        return gaussian_nll(params, xb, yb, noise_scale, act, heteroscedastic)
 
     def one_member(key, x, y, x_val, y_val):
         key_init, key_order = jax.random.split(key)
@@ -133,7 +133,7 @@ def train_ensemble(
     max_epochs: int = 200,
     batch_size: int = 64,
     patience: int = 10,
-    noise: float | None = None,
+    noise_scale: float | None = None,
     activation: str = "relu",
     heteroscedastic: bool = False,
 ):
@@ -141,13 +141,13 @@ def train_ensemble(
 
     ``widths`` = (d_in, hidden..., 1), e.g. (d, 16, 16, 16, 1). Each member: Glorot-normal
     kernels and zero biases from its own key, AdamW(``learning_rate``, ``weight_decay``) on
-    the Gaussian NLL (:func:`gaussian_nll`) with σ = ``noise`` (default 1) over minibatches
+    the Gaussian NLL (:func:`gaussian_nll`) with σ = ``noise_scale`` (default 1) over minibatches
     of ``batch_size`` (reshuffled every epoch; the last incomplete minibatch is dropped),
     early stopping on the validation NLL with ``patience`` epochs, at most ``max_epochs``;
     the parameters of the best validation epoch are returned. ``x_*`` (n, d), ``y_*`` (n,).
     ``heteroscedastic``: members of the two-output model of
     :func:`bnn_posteriors.models.mlp_regression`, ``widths`` = (d_in, hidden..., 2), trained
-    (and early-stopped) on its NLL with σ(x) = clip(exp f_1(x), 1e-6, 1e6); ``noise`` must
+    (and early-stopped) on its NLL with σ(x) = clip(exp f_1(x), 1e-6, 1e6); ``noise_scale`` must
     then be None.
 
     Returns ``(params, info)``: ``params`` a parameter list of :mod:`bnn_posteriors.nets`
@@ -156,10 +156,10 @@ def train_ensemble(
     validation NLL), ``best_epoch`` and ``epochs`` (epochs run).
     """
     widths = models.regression_widths(widths, heteroscedastic)
-    if heteroscedastic and noise is not None:
+    if heteroscedastic and noise_scale is not None:
         raise ValueError(
             "train_ensemble: heteroscedastic members learn their noise scale σ(x): "
-            f"noise must be None, got {noise!r}"
+            f"noise_scale must be None, got {noise_scale!r}"
         )
     nets.activation(activation)
     x, y = check_xy(x_train, y_train, "train_ensemble (training data)", widths[0])
@@ -167,7 +167,9 @@ def train_ensemble(
     n_members = positive_int("n_members", n_members)
     learning_rate = positive("learning_rate", learning_rate, where="train_ensemble")
     if not heteroscedastic:
-        noise = positive("noise", 1.0 if noise is None else noise, where="train_ensemble")
+        noise_scale = positive(
+            "noise_scale", 1.0 if noise_scale is None else noise_scale, where="train_ensemble"
+        )
     validate.non_negative("weight_decay", weight_decay, where="train_ensemble")
     run = _compiled_train(
         widths,
@@ -177,7 +179,7 @@ def train_ensemble(
         positive_int("max_epochs", max_epochs),
         positive_int("batch_size", batch_size),
         positive_int("patience", patience),
-        None if heteroscedastic else float(noise),
+        None if heteroscedastic else float(noise_scale),
         activation,
         bool(heteroscedastic),
     )

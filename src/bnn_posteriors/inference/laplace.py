@@ -56,20 +56,20 @@ def mlp_features(params: list[dict], x, activation_name: str = "relu"):
     return h
 
 
-def neg_log_likelihood(outputs, y, likelihood: str, sigma: float = 1.0):
+def neg_log_likelihood(outputs, y, likelihood: str, noise_scale: float = 1.0):
     """−log p(y | f) summed over points: Gaussian N(y; f, σ²) or categorical softmax(f)."""
     if likelihood == "gaussian":
-        r = (y - outputs) / sigma
-        return 0.5 * jnp.sum(r**2) + y.size * (jnp.log(sigma) + 0.5 * jnp.log(2 * jnp.pi))
+        r = (y - outputs) / noise_scale
+        return 0.5 * jnp.sum(r**2) + y.size * (jnp.log(noise_scale) + 0.5 * jnp.log(2 * jnp.pi))
     logp = jax.nn.log_softmax(outputs, axis=-1)
     return -jnp.sum(jnp.take_along_axis(logp, y[:, None], axis=-1))
 
 
-def _output_hessian(outputs, likelihood: str, sigma: float):
+def _output_hessian(outputs, likelihood: str, noise_scale: float):
     """Hessian Λ of −log p(y | f) in f per point: I/σ² or diag(p) − p pᵀ; shape (n, C, C)."""
     n, c = outputs.shape
     if likelihood == "gaussian":
-        return jnp.broadcast_to(jnp.eye(c) / sigma**2, (n, c, c))
+        return jnp.broadcast_to(jnp.eye(c) / noise_scale**2, (n, c, c))
     p = jax.nn.softmax(outputs, axis=-1)
     return jax.vmap(jnp.diag)(p) - p[:, :, None] * p[:, None, :]
 
@@ -80,13 +80,13 @@ def _jacobian(model_fn, theta, x):
 
 
 @functools.partial(jax.jit, static_argnames=("model_fn", "likelihood"))
-def _ggn_chunk(model_fn, theta, x, sigma, likelihood):
+def _ggn_chunk(model_fn, theta, x, noise_scale, likelihood):
     jac = _jacobian(model_fn, theta, x)
-    lam = _output_hessian(model_fn(theta, x), likelihood, sigma)
+    lam = _output_hessian(model_fn(theta, x), likelihood, noise_scale)
     return jnp.einsum("nap,nab,nbq->pq", jac, lam, jac)
 
 
-def ggn_matrix(model_fn, theta, x, *, likelihood: str, sigma: float = 1.0, chunk: int = 256):
+def ggn_matrix(model_fn, theta, x, *, likelihood: str, noise_scale: float = 1.0, chunk: int = 256):
     """GGN Σ_i J_iᵀ Λ_i J_i of the negative log likelihood at the flat parameters ``theta``.
 
     ``model_fn(theta, x)`` → (n, C); Λ_i is the Hessian of −log p(y_i | f) in the outputs
@@ -94,12 +94,14 @@ def ggn_matrix(model_fn, theta, x, *, likelihood: str, sigma: float = 1.0, chunk
     (regression). Computed in chunks of ``chunk`` points. Returns (P, P).
     """
     _check_likelihood(likelihood)
-    sigma = positive("sigma", sigma)
+    noise_scale = positive("noise_scale", noise_scale)
     theta = jnp.asarray(theta)
     x = jnp.asarray(x)
     total = jnp.zeros((theta.size, theta.size))
     for start in range(0, x.shape[0], chunk):
-        total = total + _ggn_chunk(model_fn, theta, x[start : start + chunk], sigma, likelihood)
+        total = total + _ggn_chunk(
+            model_fn, theta, x[start : start + chunk], noise_scale, likelihood
+        )
     return total
 
 
@@ -119,7 +121,7 @@ class LaplacePosterior:
     model_fn: Callable
     unravel: Callable
     likelihood: str
-    sigma: float
+    noise_scale: float
     subset: str
     log_likelihood: float  # log p(D | θ*)
     n_features: int | None = None  # columns of the training x; None: not checked
@@ -208,7 +210,7 @@ def laplace(
     y,
     *,
     likelihood: str,
-    sigma: float = 1.0,
+    noise_scale: float = 1.0,
     prior_precision: float = 1.0,
     subset: str = "full",
     activation: str = "relu",
@@ -226,7 +228,7 @@ def laplace(
     _check_likelihood(likelihood)
     if subset not in SUBSETS:
         raise ValueError(f"subset must be one of {SUBSETS}, got {subset!r}")
-    sigma = positive("sigma", sigma, where="laplace")
+    noise_scale = positive("noise_scale", noise_scale, where="laplace")
     delta = positive("prior_precision", prior_precision, where="laplace")
     x, y = _check_data(x, y, likelihood, "laplace")
     if apply_fn is None:
@@ -242,9 +244,11 @@ def laplace(
         theta, unravel = ravel_pytree(params[-1])
         model_fn = _LastLayerModel(features_fn, params, unravel)
     validate.finite("params", theta, where="laplace")
-    ggn = ggn_matrix(model_fn, theta, x, likelihood=likelihood, sigma=sigma, chunk=chunk)
+    ggn = ggn_matrix(
+        model_fn, theta, x, likelihood=likelihood, noise_scale=noise_scale, chunk=chunk
+    )
     eigvals, eigvecs = jnp.linalg.eigh(0.5 * (ggn + ggn.T))
-    log_lik = -float(neg_log_likelihood(model_fn(theta, x), y, likelihood, sigma))
+    log_lik = -float(neg_log_likelihood(model_fn(theta, x), y, likelihood, noise_scale))
     return LaplacePosterior(
         mean=theta,
         eigvals=jnp.clip(eigvals, 0.0),
@@ -253,7 +257,7 @@ def laplace(
         model_fn=model_fn,
         unravel=unravel,
         likelihood=likelihood,
-        sigma=sigma,
+        noise_scale=noise_scale,
         subset=subset,
         log_likelihood=log_lik,
         n_features=int(x.shape[1]),
@@ -301,7 +305,7 @@ def sampled_predictive(posterior: LaplacePosterior, x, rng_key, num_samples: int
     """
     f = predictive_samples(posterior, x, rng_key, num_samples)
     if posterior.likelihood == "gaussian":
-        return f.mean(0), f.var(0) + posterior.sigma**2
+        return f.mean(0), f.var(0) + posterior.noise_scale**2
     return jax.nn.softmax(f, axis=-1).mean(0)
 
 
@@ -331,7 +335,7 @@ def linearised_predictive(
     cov = linearised_variance(posterior, x)
     var = jnp.diagonal(cov, axis1=1, axis2=2)
     if posterior.likelihood == "gaussian":
-        return mean, var + posterior.sigma**2
+        return mean, var + posterior.noise_scale**2
     if method == "probit":
         return jax.nn.softmax(mean / jnp.sqrt(1.0 + jnp.pi / 8.0 * var), axis=-1)
     if method == "mc":
@@ -344,10 +348,12 @@ def linearised_predictive(
     raise ValueError(f"method must be 'probit' or 'mc', got {method!r}")
 
 
-def regularised_loss(params, x, y, *, apply_fn, likelihood: str, sigma=1.0, prior_precision=1.0):
+def regularised_loss(
+    params, x, y, *, apply_fn, likelihood: str, noise_scale=1.0, prior_precision=1.0
+):
     """L(θ) = −log p(D | θ) + (δ/2)‖θ‖² ([MBNN] eq. 1 with a N(0, I/δ) prior)."""
     flat, _ = ravel_pytree(params)
-    nll = neg_log_likelihood(apply_fn(params, x), y, likelihood, sigma)
+    nll = neg_log_likelihood(apply_fn(params, x), y, likelihood, noise_scale)
     return nll + 0.5 * prior_precision * jnp.sum(flat**2)
 
 
@@ -357,7 +363,7 @@ def train_map(
     y,
     *,
     likelihood: str,
-    sigma: float = 1.0,
+    noise_scale: float = 1.0,
     prior_precision: float = 1.0,
     activation: str = "relu",
     apply_fn: Callable | None = None,
@@ -370,7 +376,7 @@ def train_map(
     ``weight_decay`` is AdamW's decoupled decay, on top of the prior's (δ/2)‖θ‖².
     """
     _check_likelihood(likelihood)
-    sigma = positive("sigma", sigma, where="train_map")
+    noise_scale = positive("noise_scale", noise_scale, where="train_map")
     delta = positive("prior_precision", prior_precision, where="train_map")
     x, y = _check_data(x, y, likelihood, "train_map")
     num_steps = positive_int("num_steps", num_steps, where="train_map")
@@ -387,7 +393,7 @@ def train_map(
                 y,
                 apply_fn=apply_fn,
                 likelihood=likelihood,
-                sigma=sigma,
+                noise_scale=noise_scale,
                 prior_precision=delta,
             )
             / n

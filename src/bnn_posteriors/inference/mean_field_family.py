@@ -138,24 +138,24 @@ def mlp_model_kwargs(
     widths,
     likelihood: str = "gaussian",
     prior_scale: float = 1.0,
-    noise: float = 1.0,
+    noise_scale: float = 1.0,
     activation: str = "relu",
     bias: bool = True,
 ) -> dict:
-    """Keyword arguments of :func:`mlp_model` (``noise`` is the Gaussian likelihood's σ)."""
+    """Keyword arguments of :func:`mlp_model` (``noise_scale`` is the Gaussian likelihood's σ)."""
     kwargs = dict(x=x, y=y, widths=tuple(widths), activation=activation, bias=bias)
     kwargs["prior_scale"] = prior_scale
     if likelihood == "gaussian":
-        kwargs["noise"] = noise
+        kwargs["noise_scale"] = noise_scale
     return kwargs
 
 
-def _model_trace(params, x, y, likelihood, prior_scale, noise, activation):
+def _model_trace(params, x, y, likelihood, prior_scale, noise_scale, activation):
     """log p(y, ω | x) and the model's trace at ω = ``params`` (an MLP parameter list)."""
     widths = (params[0]["W"].shape[0], *(layer["W"].shape[1] for layer in params))
     kwargs = mlp_model_kwargs(
-        x, y, widths=widths, likelihood=likelihood, prior_scale=prior_scale, noise=noise,
-        activation=activation, bias="b" in params[0],
+        x, y, widths=widths, likelihood=likelihood, prior_scale=prior_scale,
+        noise_scale=noise_scale, activation=activation, bias="b" in params[0],
     )  # fmt: skip
     return log_density(mlp_model(likelihood), (), kwargs, nets.sites(params))
 
@@ -167,11 +167,11 @@ def log_joint(
     *,
     likelihood: str = "gaussian",
     prior_scale: float = 1.0,
-    noise: float = 1.0,
+    noise_scale: float = 1.0,
     activation: str = "relu",
 ) -> jax.Array:
     """log p(y, ω | x) of :func:`mlp_model` at one ω (an MLP parameter list), any depth."""
-    return _model_trace(params, x, y, likelihood, prior_scale, noise, activation)[0]
+    return _model_trace(params, x, y, likelihood, prior_scale, noise_scale, activation)[0]
 
 
 # --------------------------------------------------------------------------- helpers

@@ -334,8 +334,8 @@ def explained_variance(samples, k: int):
 # ----------------------------------------------------------------------------- losses
 
 
-def refinement_loss(unravel, apply_fn, x, y, *, likelihood: str, sigma=1.0, prior_precision=1.0,
-                    regularised: bool = True):  # fmt: skip
+def refinement_loss(unravel, apply_fn, x, y, *, likelihood: str, noise_scale=1.0,
+                    prior_precision=1.0, regularised: bool = True):  # fmt: skip
     """θ ↦ eq. 1 per data point, without constants: the loss Alg. 1 refines on.
 
     Regression: (1/n)Σ(y − f)² + (δσ²/n)‖θ‖² (= 2σ²L/n: the authors' MSE training loss);
@@ -346,7 +346,7 @@ def refinement_loss(unravel, apply_fn, x, y, *, likelihood: str, sigma=1.0, prio
         raise ValueError(f"likelihood must be 'gaussian' or 'categorical', got {likelihood!r}")
     x, y = jnp.asarray(x), jnp.asarray(y)
     n = x.shape[0]
-    weight = prior_precision * (sigma**2 if likelihood == "gaussian" else 0.5) / n
+    weight = prior_precision * (noise_scale**2 if likelihood == "gaussian" else 0.5) / n
     weight = weight if regularised else 0.0
 
     def loss(theta):

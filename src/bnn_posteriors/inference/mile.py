@@ -24,7 +24,6 @@ For callers of earlier versions, the MCLMC names (:func:`mclmc_chain`,
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Sequence
 
 import jax
@@ -78,7 +77,7 @@ def model_kwargs(
         "widths": tuple(widths),
         "activation": activation,
         "prior_scale": prior_scale,
-        "noise": None,
+        "noise_scale": None,
     }
     if heteroscedastic:
         kwargs["heteroscedastic"] = True
@@ -98,7 +97,7 @@ def log_density(
     """log p(y, θ) of mean regression with log σ sampled ([SAP] §5, App. D.1).
 
     Every weight and bias ~ N(0, prior_scale²), log σ ~ N(0, 1), y_i ~ N(f_θ(x_i), σ²):
-    the log joint of :func:`bnn_posteriors.models.mlp_regression` (``noise=None``).
+    the log joint of :func:`bnn_posteriors.models.mlp_regression` (``noise_scale=None``).
     ``position``: dict of sites ``W{i}`` (d_in, d_out), ``b{i}`` (d_out,), ``log_sigma`` ().
     ``heteroscedastic``: the two-output model, y_i ~ N(f_0(x_i), σ(x_i)²) with σ(x) =
     clip(exp f_1(x), 1e-6, 1e6); no ``log_sigma`` site.
@@ -408,27 +407,3 @@ def run_nuts_bde(
         target_acceptance_rate=target_acceptance_rate,
         max_num_doublings=max_num_doublings,
     )
-
-
-def dead_relu_start(params: list[dict], layer: int = 0, offset: float = 10.0, x=None) -> list[dict]:
-    """A start where hidden layer ``layer`` is dead on all data ([SAP] §3.4).
-
-    Sets the layer's biases to ``−offset − max_i |pre-activation_i|`` so every
-    pre-activation is negative on ``x`` (or to ``−offset`` when ``x`` is None): the ReLU
-    outputs are 0, the gradient of the likelihood w.r.t. every earlier weight vanishes.
-    ``params``: one network (no member axis).
-    """
-    if not math.isfinite(offset) or offset <= 0:
-        raise ValueError(f"offset must be a positive number, got {offset}")
-    n_hidden = len(params) - 1
-    if not 0 <= layer < n_hidden:
-        raise ValueError(f"layer must index a hidden layer in [0, {n_hidden - 1}], got {layer}")
-    new = [dict(p) for p in params]
-    shift = 0.0
-    if x is not None:
-        h = jnp.asarray(x)
-        for p in params[:layer]:
-            h = jax.nn.relu(h @ p["W"] + p["b"])
-        shift = jnp.max(jnp.abs(h @ params[layer]["W"]), axis=0)
-    new[layer]["b"] = -offset - shift * jnp.ones_like(params[layer]["b"])
-    return new

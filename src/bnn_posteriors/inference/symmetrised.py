@@ -307,7 +307,7 @@ def fit_mean_field(
     num_perms: int | None = None,
     prior_scale: float = 1.0,
     likelihood: str = "gaussian",
-    noise: float = 1.0,
+    noise_scale: float = 1.0,
     activation: str = "relu",
     init_scale: float = 0.1,
 ):
@@ -337,7 +337,7 @@ def fit_mean_field(
     elif positive_int("num_perms", num_perms, where=where) < 2:
         raise ValueError(f"num_perms (K) must be at least 2, got {num_perms}")
     for name, v in (("learning_rate", learning_rate), ("prior_scale", prior_scale),
-                    ("noise", noise), ("init_scale", init_scale)):  # fmt: skip
+                    ("noise_scale", noise_scale), ("init_scale", init_scale)):  # fmt: skip
         validate.positive(name, v, where=where)
     x, y = map(jnp.asarray, validate.check_xy(x, y, where=where, ndim=(2,)))
     if likelihood == "categorical":
@@ -349,7 +349,8 @@ def fit_mean_field(
             f"rng_keys {rng_keys.shape} and mi_weights {mi_weights.shape} need one row per run"
         )
     model_settings = (("likelihood", likelihood), ("widths", widths), ("activation", activation),
-                      ("prior_scale", float(prior_scale)), ("noise", float(noise)))  # fmt: skip
+                      ("prior_scale", float(prior_scale)),
+                      ("noise_scale", float(noise_scale)))  # fmt: skip
     settings = dict(
         num_steps=num_steps,
         learning_rate=float(learning_rate),

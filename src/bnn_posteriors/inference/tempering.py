@@ -62,7 +62,7 @@ def model(
     likelihood: str = "gaussian",
     n_out: int = 1,
     prior_scale: float = 1.0,
-    noise: float = 1.0,
+    noise_scale: float = 1.0,
     activation: str = "relu",
     output_scale: float | None = None,
     subsample_size: int | None = None,
@@ -90,7 +90,7 @@ def model(
             raise ValueError("subsample_size is only supported for the categorical likelihood")
         models.mlp_regression(
             x, y, widths=widths, activation=activation, prior_scale=prior_scale,
-            noise=noise, output_scale=scale, bias=False,
+            noise_scale=noise_scale, output_scale=scale, bias=False,
         )  # fmt: skip
     else:
         models.mlp_classification(
@@ -287,19 +287,19 @@ def predictive_moments(params: dict, x, output_scale: float | None = None):
     return mean, var
 
 
-def _gaussian_terms(params, x, y, noise, output_scale):
+def _gaussian_terms(params, x, y, noise_scale, output_scale):
     d_in = jnp.shape(params["W0_loc"])[0]
     xy = validate.check_xy(x, y, where="gaussian_elbo_terms", n_features=d_in)
     x, y = map(jnp.asarray, xy)
-    positive("noise", noise, where="gaussian_elbo_terms")
+    positive("noise_scale", noise_scale, where="gaussian_elbo_terms")
     mean, var = predictive_moments(params, x, output_scale)
-    const = -0.5 * y.shape[0] * jnp.log(2 * jnp.pi * noise**2)
-    squared = jnp.sum((y - mean[:, 0]) ** 2) / (2 * noise**2)
-    return const - squared, jnp.sum(var[:, 0]) / (2 * noise**2)
+    const = -0.5 * y.shape[0] * jnp.log(2 * jnp.pi * noise_scale**2)
+    squared = jnp.sum((y - mean[:, 0]) ** 2) / (2 * noise_scale**2)
+    return const - squared, jnp.sum(var[:, 0]) / (2 * noise_scale**2)
 
 
 def gaussian_elbo_terms(
-    params: dict, x, y, *, eta=1.0, prior_scale=1.0, noise=1.0, output_scale=None
+    params: dict, x, y, *, eta=1.0, prior_scale=1.0, noise_scale=1.0, output_scale=None
 ) -> dict:
     """Exact ELBO_η^N and the limit functional F̃_η^N(ν_N^θ) of the slides, square loss, ReLU.
 
@@ -312,9 +312,9 @@ def gaussian_elbo_terms(
     """
     positive_array("eta", eta, where="gaussian_elbo_terms")
     kl = kl_mean_field(params, prior_scale)
-    limit_ll, var_term = _gaussian_terms(params, x, y, noise, output_scale)
+    limit_ll, var_term = _gaussian_terms(params, x, y, noise_scale, output_scale)
     ell = limit_ll - var_term
-    const = -0.5 * jnp.shape(y)[0] * jnp.log(2 * jnp.pi * noise**2)
+    const = -0.5 * jnp.shape(y)[0] * jnp.log(2 * jnp.pi * noise_scale**2)
     return {
         "kl": kl,
         "expected_log_lik": ell,

@@ -34,7 +34,7 @@ _relu_net = partial(nets.mlp_apply, activation_name="relu")
 class GapRegression:
     """Regression data with a held-out in-between gap ([MBNN] Figs. 2–3) and the network.
 
-    x (n, d), y (n, 1): training data; x_gap (m, d), y_gap (m,): the gap; sigma: the fixed
+    x (n, d), y (n, 1): training data; x_gap (m, d), y_gap (m,): the gap; noise_scale: the fixed
     noise sd of the Gaussian likelihood; ``apply_fn(unravel(θ), x)`` → f(x; θ) (n, 1).
     """
 
@@ -42,7 +42,7 @@ class GapRegression:
     y: jax.Array
     x_gap: jax.Array
     y_gap: np.ndarray
-    sigma: float
+    noise_scale: float
     unravel: Callable
     apply_fn: Callable
 
@@ -67,7 +67,7 @@ def gap_nll(thetas, problem: GapRegression) -> float:
     """Negative LPPD (nats per point) of the gap points under the samples (S, P) (C6.3)."""
     f = np.asarray(metricbnn.push_forward(thetas, problem.unravel, problem.apply_fn,
                                           problem.x_gap))[..., 0]  # fmt: skip
-    return float(-metrics.lppd(jnp.asarray(problem.y_gap), f, problem.sigma))
+    return float(-metrics.lppd(jnp.asarray(problem.y_gap), f, problem.noise_scale))
 
 
 def latent_posterior_metrics(
@@ -126,7 +126,7 @@ def snelson_repeat(
     k_init, k_curv, k_walk, k_metrics = jax.random.split(rng_key, 4)
     p, _ = laplace.train_map(
         nets.mlp_init(k_init, widths, scheme="fan_in"), problem.x, problem.y, likelihood="gaussian",
-        sigma=problem.sigma, prior_precision=prior_precision, num_steps=map_steps,
+        noise_scale=problem.noise_scale, prior_precision=prior_precision, num_steps=map_steps,
         learning_rate=map_learning_rate,
     )  # fmt: skip
     th = ravel_pytree(p)[0]

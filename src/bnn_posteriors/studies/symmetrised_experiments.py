@@ -44,15 +44,15 @@ GAINS = ("elbo", "post_hoc", "training", "test_ll", "accuracy")
 # --------------------------------------------------------------------------- data
 
 
-def toy_regression(rng_key, n: int, noise: float = 0.2):
-    """The regression toy set: x ~ U(−2, 2), y = sin 2x + x/2 + N(0, ``noise``²).
+def toy_regression(rng_key, n: int, noise_scale: float = 0.2):
+    """The regression toy set: x ~ U(−2, 2), y = sin 2x + x/2 + N(0, ``noise_scale``²).
 
     Returns x (n, 1), y (n,).
     """
     n = validate.positive_int("n", n, where="toy_regression")
     k_x, k_e = jax.random.split(rng_key)
     x = jax.random.uniform(k_x, (n, 1), minval=-2.0, maxval=2.0)
-    return x, jnp.sin(2 * x[:, 0]) + 0.5 * x[:, 0] + noise * jax.random.normal(k_e, (n,))
+    return x, jnp.sin(2 * x[:, 0]) + 0.5 * x[:, 0] + noise_scale * jax.random.normal(k_e, (n,))
 
 
 def pool_images(images, block: int):
@@ -74,7 +74,7 @@ def orbit_summary(rng_key, widths, num_nets: int, *, num_points: int = 64, **mod
     """For ``num_nets`` random MLPs of ``widths`` and random data: all |G| copies g·ω.
 
     Gaussian likelihood if ``widths[-1]`` is 1, else categorical; ``model_kw``: prior_scale,
-    noise, activation. Per net: ``size`` |G|, ``copies`` (enumerated), ``joint_change`` (the
+    noise_scale, activation. Per net: ``size`` |G|, ``copies`` (enumerated), ``joint_change`` (the
     largest relative change of log p(y, g·ω) over G) and ``min_distance`` between two copies.
     """
     kind = "gaussian" if widths[-1] == 1 else "categorical"
@@ -121,7 +121,7 @@ def evaluate(
     num_perms: int | None = None,
     prior_scale: float = 1.0,
     likelihood: str = "gaussian",
-    noise: float = 1.0,
+    noise_scale: float = 1.0,
     activation: str = "relu",
 ) -> dict:
     """ELBO(q), I (exact, or Î_K with K = ``num_perms``) and the predictive on ``x_test``.
@@ -141,8 +141,8 @@ def evaluate(
     widths = (q["loc"][0]["W"].shape[0], *(layer["W"].shape[1] for layer in q["loc"]))
     model = mlp_model(likelihood)
     kwargs = mlp_model_kwargs(
-        x, y, widths=widths, likelihood=likelihood, prior_scale=prior_scale, noise=noise,
-        activation=activation,
+        x, y, widths=widths, likelihood=likelihood, prior_scale=prior_scale,
+        noise_scale=noise_scale, activation=activation,
     )  # fmt: skip
     guide = vi.mean_field_guide(model, init_loc=nets.sites(q["loc"]), scale_transform="exp")
     numpyro.handlers.seed(guide, rng_seed=0)(**kwargs)  # the prototype: draws depend on k_w alone
@@ -180,7 +180,7 @@ def fit_width(
 
     The network is (d_in, ``width``, 1) for a Gaussian likelihood, (d_in, ``width``, C) with
     C = max(y) + 1 classes for a categorical one; ``model_kw``: likelihood, prior_scale,
-    noise, activation. Every run is evaluated with ``eval_key`` (:func:`evaluate`).
+    noise_scale, activation. Every run is evaluated with ``eval_key`` (:func:`evaluate`).
 
     Returns per run (leading axis R): ``q``, ``elbo``, ``mi`` (exact I, or Î_K of
     :func:`.symmetrised.infonce_bound` with the K of ``fit["num_perms"]`` if given: the
@@ -198,10 +198,10 @@ def fit_width(
     out = dict(q=q, elbo=np.asarray(ev["elbo"]), mi=np.asarray(ev["mi"]))
     n_test = len(y_test)
     if "outputs" in ev:
-        noise = model_kw.get("noise", 1.0)
+        noise_scale = model_kw.get("noise_scale", 1.0)
         outputs = ev["outputs"]
         out["test_ll"] = np.array(
-            [float(metrics.lppd(y_test, o[:, :n_test], noise)) for o in outputs]
+            [float(metrics.lppd(y_test, o[:, :n_test], noise_scale)) for o in outputs]
         )
         out["extra"] = np.asarray(outputs[:, :, n_test:])
     else:

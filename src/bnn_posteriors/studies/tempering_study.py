@@ -27,7 +27,7 @@ from bnn_posteriors.inference import tempering
 from bnn_posteriors.validate import positive_int
 
 # closed-form evaluators of the slides' terms, compiled once per shape
-elbo_terms = jax.jit(tempering.gaussian_elbo_terms, static_argnames=("prior_scale", "noise"))
+elbo_terms = jax.jit(tempering.gaussian_elbo_terms, static_argnames=("prior_scale", "noise_scale"))
 moments = jax.jit(tempering.predictive_moments)
 
 
@@ -142,7 +142,7 @@ def _fit_sets(init_keys, key_fit, sets: dict, rows: int | None, width: int, etas
         key_fit,
         dict(x=jnp.stack([sets[k]["x"][:rows] for k in keys]),
              y=jnp.stack([sets[k]["y"][:rows] for k in keys]),
-             width=width, noise=fit["noise"], prior_scale=fit["prior_scale"]),
+             width=width, noise_scale=fit["noise_scale"], prior_scale=fit["prior_scale"]),
         jax.tree.map(lambda *a: jnp.stack(a), *inits), jnp.asarray([etas] * len(keys)),
         num_steps=fit["num_steps"], learning_rate=fit["learning_rate"],
         num_particles=fit["num_particles"], batched=("x", "y"),
@@ -163,7 +163,7 @@ def fit_over_widths(key_init, key_fit, sets: dict, widths: Sequence[int], *, tau
 
     Set k at width N starts from ``fold_in(key_init, 10 N + k)`` (:func:`padded_init`) and
     both temperatures of all sets are fitted by one :func:`tempering.fit_tempered` with key
-    ``fold_in(key_fit, N)``. ``fit``: ``noise``, ``prior_scale``, ``init_scale``,
+    ``fold_in(key_fit, N)``. ``fit``: ``noise_scale``, ``prior_scale``, ``init_scale``,
     ``num_steps``, ``learning_rate``, ``num_particles``. Returns ``(fits, pad_dev)``: ``fits``
     is ``sets`` with ``"rows"``, per width and temperature the closed-form terms of
     :func:`tempering.gaussian_elbo_terms`, ``N``, ``tempered``, ``eta``, ``max_loc`` (the
@@ -186,7 +186,7 @@ def fit_over_widths(key_init, key_fit, sets: dict, widths: Sequence[int], *, tau
                                   initial=0.0)),
                 )  # fmt: skip
                 terms = elbo_terms(q, f["x"], f["y"], eta=eta, prior_scale=fit["prior_scale"],
-                                   noise=fit["noise"])  # fmt: skip
+                                   noise_scale=fit["noise_scale"])  # fmt: skip
                 mean, _ = moments(q, f["x_test"])
                 f["rows"].append({
                     "N": n, "tempered": i == 1, "eta": eta, "q": q if r == 0 else None,
@@ -219,7 +219,8 @@ def fit_over_p(key_init, key_fit, fits: dict, ps, *, width: int, tau: float, **f
         for k, key in enumerate(keys):
             q = {name: v[k, 0] for name, v in params.items()}
             terms = elbo_terms(q, fits[key]["x"][:m], fits[key]["y"][:m], eta=eta_m,
-                               prior_scale=fit["prior_scale"], noise=fit["noise"])  # fmt: skip
+                               prior_scale=fit["prior_scale"],
+                               noise_scale=fit["noise_scale"])  # fmt: skip
             by_p[key][m] = {name: float(v) for name, v in terms.items()}
     return by_p
 
@@ -271,13 +272,15 @@ def draw_neurons(q_nu: dict, index) -> dict:
             "W1_loc": q_nu["W1_loc"][index], "W1_scale": q_nu["W1_scale"][index]}  # fmt: skip
 
 
-@partial(jax.jit, static_argnames=("noise", "prior_scale"))
-def _family_terms(qs, x, y, noise, prior_scale):
-    terms_of = partial(tempering.gaussian_elbo_terms, noise=noise, prior_scale=prior_scale)
+@partial(jax.jit, static_argnames=("noise_scale", "prior_scale"))
+def _family_terms(qs, x, y, noise_scale, prior_scale):
+    terms_of = partial(
+        tempering.gaussian_elbo_terms, noise_scale=noise_scale, prior_scale=prior_scale
+    )
     return jax.lax.map(lambda q: terms_of(q, x, y), qs)
 
 
-def fixed_nu_terms(rng_key, q_nu, x, y, widths, ps, *, num_draws: int, noise, prior_scale):
+def fixed_nu_terms(rng_key, q_nu, x, y, widths, ps, *, num_draws: int, noise_scale, prior_scale):
     """The ELBO terms for neurons i.i.d. from a fixed ν (the scalings hold by construction).
 
     ν is the empirical measure of ``q_nu``'s neurons; for each N of ``widths``, ``num_draws``
@@ -288,12 +291,12 @@ def fixed_nu_terms(rng_key, q_nu, x, y, widths, ps, *, num_draws: int, noise, pr
     """
     shape = (positive_int("num_draws", num_draws), max(widths))
     index = np.asarray(jax.random.randint(rng_key, shape, 0, q_nu["W0_loc"].shape[1]))
-    fam = [_family_terms(draw_neurons(q_nu, index[:, : int(n)]), x, y, noise, prior_scale)
+    fam = [_family_terms(draw_neurons(q_nu, index[:, : int(n)]), x, y, noise_scale, prior_scale)
            for n in widths]  # fmt: skip
     out = {key: np.array([float(jnp.mean(t[key])) for t in fam])
            for key in ("kl", "expected_loss", "gap")}  # fmt: skip
     q_big = {k: v[0] for k, v in draw_neurons(q_nu, index[:, : int(widths[-1])]).items()}
-    by_p = [elbo_terms(q_big, x[:m], y[:m], noise=noise) for m in ps]
+    by_p = [elbo_terms(q_big, x[:m], y[:m], noise_scale=noise_scale) for m in ps]
     for key in ("expected_loss", "gap"):
         out[f"{key}_p"] = np.array([float(t[key]) for t in by_p])
     return out
