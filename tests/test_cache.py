@@ -38,6 +38,15 @@ def test_fingerprint_hashes_arrays_and_keeps_scalars():
         cache.fingerprint(object())
 
 
+def test_key_data_of_typed_and_raw_keys():
+    import jax
+
+    raw = jax.random.PRNGKey(3)
+    np.testing.assert_array_equal(cache.key_data(raw), np.asarray(raw))
+    np.testing.assert_array_equal(cache.key_data(jax.random.key(3)), np.asarray(raw))
+    assert cache.key_data(jax.random.split(jax.random.key(3), 4)).shape == (4, 2)
+
+
 def test_computation_version_tags_declared_and_fallback_versions():
     assert cache.computation_version("mile-1") == "v:mile-1"
     assert cache.computation_version(None) == f"code:{cache.code_version()}"

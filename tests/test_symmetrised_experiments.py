@@ -147,6 +147,29 @@ def test_fit_width_with_sampled_permutations_beyond_the_exact_width():
     assert sx.unit_pruning(r["q"])["pruned"].shape == (2,)
 
 
+def test_fit_width_in_cached_groups_equals_one_batch_and_resumes(tmp_path, monkeypatch):
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(16, 2)).astype(np.float32)
+    y = rng.integers(0, 3, size=16)
+    keys = jax.random.split(jax.random.PRNGKey(0), 2)
+    keys, mi = jnp.concatenate([keys, keys]), jnp.array([0.0, 0.0, 1.0, 1.0])
+    fit = dict(num_steps=10, learning_rate=0.01, num_particles=1, init_scale=0.1)
+    kw = dict(width=3, fit=fit, eval_samples=8, likelihood="categorical")
+    args = (keys, mi, x, y, x[:5], y[:5], jax.random.PRNGKey(1))
+    whole = sx.fit_width(*args, **kw)
+    grouped = sx.fit_width(*args, chunk=3, cache_dir=tmp_path, **kw)  # groups of 3 and 1
+    for name in ("elbo", "mi", "test_ll", "accuracy"):
+        np.testing.assert_allclose(grouped[name], whole[name], rtol=1e-4, atol=1e-5)
+    assert len(list(tmp_path.rglob("*.npz"))) == 2
+    monkeypatch.setattr(sx, "_fit_runs", lambda *a, **k: pytest.fail("recomputed a cached group"))
+    again = sx.fit_width(*args, chunk=3, cache_dir=tmp_path, **kw)
+    np.testing.assert_array_equal(again["elbo"], grouped["elbo"])
+    with pytest.raises(ValueError, match="chunk"):
+        sx.fit_width(*args, chunk=0, **kw)
+    with pytest.raises(ValueError, match="3 keys for 4 mi_weights"):
+        sx.fit_width(keys[:3], *args[1:], **kw)
+
+
 def test_separation_curve_and_steps():
     base = mf.init_mean_field(jax.random.key(0), (1, 3, 1), loc_scale=1.0, init_scale=0.3)
     curve = sx.separation_curve(jax.random.key(1), base, [0.0, 1.0, 30.0], 200)

@@ -92,6 +92,15 @@ def fingerprint(value: Any) -> Any:
     )
 
 
+def key_data(key) -> np.ndarray:
+    """The raw ``uint32`` data of a JAX PRNG key (typed or raw), for a unit's ``parts``."""
+    import jax
+
+    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.key_data(key)
+    return np.asarray(key)
+
+
 def computation_version(version: str | None) -> str:
     """The version a unit key is made with: ``version`` itself, or the package SHA if None.
 

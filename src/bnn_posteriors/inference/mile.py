@@ -318,7 +318,7 @@ def run_bde(
         {
             **config,
             "prior_scale": float(scales[i] if per_chain else scales),
-            "key": _key_data(keys[i]),
+            "key": cache.key_data(keys[i]),
             "start": np.asarray(z0[i]),
         }
         for i in range(n_chains)
@@ -353,12 +353,6 @@ def run_bde(
         "step_size": np.array([float(t["step_size"]) for t in tuned]),
         "tuning_divergences": np.array([int(t["tuning_divergences"]) for t in tuned]),
     }
-
-
-def _key_data(key) -> np.ndarray:
-    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
-        key = jax.random.key_data(key)
-    return np.asarray(key)
 
 
 def _site_shapes(widths, heteroscedastic: bool = False) -> dict:

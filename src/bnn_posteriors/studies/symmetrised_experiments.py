@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -19,7 +20,7 @@ import numpy as np
 import numpyro
 from numpyro.infer import TraceMeanField_ELBO
 
-from .. import metrics, nets, tables, validate
+from .. import cache, metrics, nets, tables, validate
 from ..inference import permutations, vi
 from ..inference.mean_field_family import (
     log_joint,
@@ -162,6 +163,9 @@ def evaluate(
     return out
 
 
+FIT_VERSION = "symfit-1"  # bump when a fit's or its evaluation's numbers change
+
+
 def fit_width(
     rng_keys,
     mi_weights,
@@ -174,6 +178,8 @@ def fit_width(
     width: int,
     fit: dict,
     eval_samples: int,
+    chunk: int | None = None,
+    cache_dir=None,
     **model_kw,
 ) -> dict:
     """Runs of :func:`.symmetrised.fit_mean_field` (``fit``: its settings) at one width, scored.
@@ -182,6 +188,11 @@ def fit_width(
     C = max(y) + 1 classes for a categorical one; ``model_kw``: likelihood, prior_scale,
     noise_scale, activation. Every run is evaluated with ``eval_key`` (:func:`evaluate`).
 
+    ``chunk``: fit the runs in consecutive groups of this many (vmapped within a group; None:
+    all at once). ``cache_dir`` (a folder, or True for the default of
+    :mod:`bnn_posteriors.cache`): each group is a resumable unit, so a long run that is
+    interrupted keeps its finished groups; a progress bar on stderr counts the groups.
+
     Returns per run (leading axis R): ``q``, ``elbo``, ``mi`` (exact I, or Î_K of
     :func:`.symmetrised.infonce_bound` with the K of ``fit["num_perms"]`` if given: the
     estimator the fit trained with) and ``test_ll`` per test point (Gaussian: the LPPD of
@@ -189,6 +200,36 @@ def fit_width(
     other rows' output draws as ``extra``; categorical: −NLL of the predictive, and
     ``accuracy``).
     """
+    n_runs = len(mi_weights)
+    size = n_runs if chunk is None else validate.positive_int("chunk", chunk)
+    if len(rng_keys) != n_runs:
+        raise ValueError(f"fit_width: {len(rng_keys)} keys for {n_runs} mi_weights")
+    args = (x, y, x_test, y_test, eval_key)
+    settings = dict(width=width, fit=fit, eval_samples=eval_samples, **model_kw)
+    groups = [slice(i, min(i + size, n_runs)) for i in range(0, n_runs, size)]
+    if cache_dir is None and len(groups) == 1:
+        return _fit_runs(rng_keys, mi_weights, *args, **settings)
+    from tqdm.auto import tqdm
+
+    directory = None if cache_dir is True else cache_dir
+    outs = []
+    for g in tqdm(groups, desc=f"fits at width {width}", unit="group", file=sys.stderr):
+
+        def compute(g=g):
+            return _fit_runs(rng_keys[g], mi_weights[g], *args, **settings)
+
+        if cache_dir is None:
+            outs.append(compute())
+            continue
+        parts = dict(keys=cache.key_data(rng_keys[g]), mi_weights=np.asarray(mi_weights[g]),
+                     data=[np.asarray(a) for a in args[:4]], eval_key=cache.key_data(eval_key),
+                     settings=settings)  # fmt: skip
+        outs.append(cache.cached("sym_fit_width", parts, compute, directory, version=FIT_VERSION))
+    return jax.tree.map(lambda *a: np.concatenate([np.asarray(v) for v in a]), *outs)
+
+
+def _fit_runs(rng_keys, mi_weights, x, y, x_test, y_test, eval_key, *, width, fit, eval_samples,
+              **model_kw) -> dict:  # fmt: skip
     categorical = model_kw.get("likelihood") == "categorical"
     widths = (np.shape(x)[1], width, int(np.max(y)) + 1 if categorical else 1)
     q, _ = fit_mean_field(rng_keys, x, y, mi_weights, widths=widths, **fit, **model_kw)
