@@ -44,7 +44,7 @@ def test_activation_patterns_are_the_relu_gates(net_and_data):
 
 def test_f_is_the_negative_log_posterior(net_and_data):
     params, x, y = net_and_data
-    kwargs = {"widths": (D, H, 1), "bias": False, "prior_scale": TAU, "noise": SIGMA}
+    kwargs = {"widths": (D, H, 1), "bias": False, "prior_scale": TAU, "noise_scale": SIGMA}
     sites = {"W0": params[0]["W"], "W1": params[1]["W"]}
     logp, _ = log_density(models.mlp_regression, (x, y), kwargs, sites)
     consts = N * np.log(SIGMA * np.sqrt(2 * np.pi)) + (D * H + H) * np.log(TAU * np.sqrt(2 * np.pi))
