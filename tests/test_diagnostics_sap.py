@@ -58,34 +58,52 @@ def test_w2_ratio_bootstrap_matches_its_parts():
         diagnostics.w2_ratio_bootstrap(key, means[0], sigmas[0])
 
 
-def test_ks_weighted_matches_scipy_with_repeated_chains():
-    draws = np.random.default_rng(2).normal(size=(3, 50, 2))
-    cdf, labels = diagnostics.sorted_by_chain(draws)
-    assert cdf.shape == labels.shape == (300,) and np.all(np.diff(cdf) >= 0)
-    ones = np.ones(3, dtype=int)
-    assert diagnostics.ks_weighted(cdf, labels, ones) == pytest.approx(
-        metrics.ks_to_normal(draws), abs=1e-12
-    )
+def test_ks_weighted_is_within_one_grid_step_of_scipy_with_repeated_chains():
+    draws = np.random.default_rng(2).normal(size=(3, 50, 2)) * 1.3  # not N(0, 1)
+    ecdf = diagnostics.chain_ecdf(draws, grid_size=2_000)
+    assert ecdf.shape == (3, 1_999) and np.all(np.diff(ecdf, axis=1) >= 0)
+    top = np.float32(stats.norm.ppf(1 - 1 / 2_000))  # the last grid point
+    assert np.array_equal(ecdf[:, -1], np.mean(draws.astype(np.float32) <= top, axis=(1, 2)))
+    step = 1 / 2_000
+    exact = metrics.ks_to_normal(draws)
+    grid = diagnostics.ks_weighted(ecdf, np.ones(3, dtype=int))
+    assert exact - step - 1e-9 <= grid <= exact + 1e-9
     counts = np.array([2, 0, 1])  # chain 0 twice, chain 2 once
     pooled = np.concatenate([draws[0], draws[0], draws[2]]).ravel()
-    assert diagnostics.ks_weighted(cdf, labels, counts) == pytest.approx(
-        stats.kstest(pooled, "norm").statistic, abs=1e-12
-    )
+    exact = stats.kstest(pooled, "norm").statistic
+    grid = diagnostics.ks_weighted(ecdf, counts)
+    assert exact - step - 1e-9 <= grid <= exact + 1e-9
+    rows = diagnostics.ks_weighted(ecdf, np.array([[1, 1, 1], [2, 0, 1]]))  # one per row
+    assert rows.shape == (2,) and rows[1] == pytest.approx(grid, abs=1e-15)
+    # a coarse grid can only see less: the distance grows with G towards the exact one
+    coarse = diagnostics.ks_weighted(diagnostics.chain_ecdf(draws, grid_size=10), counts)
+    assert coarse <= grid + 1e-12
+    with pytest.raises(ValueError, match="counts has 2 chains"):
+        diagnostics.ks_weighted(ecdf, np.ones(2))
+    with pytest.raises(ValueError, match="grid_size must be an integer ≥ 2"):
+        diagnostics.chain_ecdf(draws, grid_size=1)
+    with pytest.raises(ValueError, match="shaped \\(chains, samples"):
+        diagnostics.chain_ecdf(np.zeros(5))
 
 
 def test_ks_gap_and_its_bootstrap():
     assert diagnostics.ks_gap([0.3, 0.1, 0.2, 0.4]) == pytest.approx(0.3 - 0.15)
+    columns = diagnostics.ks_gap([np.array([0.3, 0.1]), np.array([0.1, 0.1]), np.array([0.4, 0.5])])
+    assert columns == pytest.approx([0.2, 0.0])
     with pytest.raises(ValueError, match="3 kernels"):
         diagnostics.ks_gap([0.1, 0.2])
     rng = np.random.default_rng(4)
     layers = [rng.normal(size=(6, 40)) * s for s in (2.0, 1.0, 1.0, 2.0)]  # outer ones wider
-    kernels = [diagnostics.sorted_by_chain(w) for w in layers]
-    low, high = diagnostics.ks_gap_bootstrap(np.random.default_rng(5), kernels, 6,
+    ecdfs = [diagnostics.chain_ecdf(w) for w in layers]
+    low, high = diagnostics.ks_gap_bootstrap(np.random.default_rng(5), ecdfs, 6,
                                              num_resamples=100)  # fmt: skip
     point = diagnostics.ks_gap([metrics.ks_to_normal(w) for w in layers])
-    assert 0 < low <= point <= high
-    again = diagnostics.ks_gap_bootstrap(np.random.default_rng(5), kernels, 6, num_resamples=100)
+    assert 0 < low <= point + 1 / diagnostics.KS_GRID and point <= high
+    again = diagnostics.ks_gap_bootstrap(np.random.default_rng(5), ecdfs, 6, num_resamples=100)
     assert again == (low, high)
+    same = [diagnostics.chain_ecdf(rng.normal(size=(6, 40))) for _ in range(4)]  # no gap
+    low, high = diagnostics.ks_gap_bootstrap(np.random.default_rng(5), same, 6, num_resamples=100)
+    assert low < 0.0
 
 
 def test_paired_bootstrap_of_a_mean_difference():

@@ -9,12 +9,13 @@ The package imports ArviZ here, after ``bnn_posteriors`` has silenced ArviZ's da
 
 from __future__ import annotations
 
+import functools
 from functools import partial
 
 import numpy as np
 from scipy import stats
 
-from bnn_posteriors import metrics
+from bnn_posteriors import metrics, validate
 
 
 def _dataset(draws):
@@ -194,52 +195,81 @@ def _ratio_of_chains(within, between, chains):
     return metrics.within_between_ratio(within, between, chains)[0]
 
 
-def sorted_by_chain(draws):
-    """Pooled draws (chains, samples, ...) sorted: their N(0, 1) CDF values and chain labels.
+KS_GRID = 10_000  # G: chain CDFs on the grid Φ⁻¹(j/G), KS distances within 1/G of exact
 
-    The input of :func:`ks_weighted`, which reweights chains without sorting again.
+
+@functools.cache
+def _ks_grid(grid_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The points Φ⁻¹(j/G), j = 1..G−1 (float32, as the draws), and Φ at each (float64)."""
+    points = stats.norm.ppf(np.arange(1, grid_size) / grid_size).astype(np.float32)
+    return points, stats.norm.cdf(points.astype(np.float64))
+
+
+def chain_ecdf(draws, grid_size: int = KS_GRID) -> np.ndarray:
+    """Each chain's empirical CDF on a grid of N(0, 1) quantiles: the input of :func:`ks_weighted`.
+
+    ``draws`` (chains, samples, ...). Returns (chains, G − 1): the fraction of chain c's
+    draws at or below Φ⁻¹(j/G), j = 1..G−1. Its size does not grow with the draws, so
+    thousands of chains fit; the counts are found with JAX, on the accelerator when there
+    is one.
     """
-    draws = np.asarray(draws)
+    import jax.numpy as jnp
+
+    grid_size = validate.positive_int("grid_size", grid_size, 2, where="chain_ecdf")
+    draws = jnp.asarray(draws)
+    if draws.ndim < 2:
+        raise ValueError(f"draws must be shaped (chains, samples, ...), got {draws.shape}")
     flat = draws.reshape(draws.shape[0], -1)
-    order = np.argsort(flat.ravel(), kind="stable")
-    labels = np.repeat(np.arange(draws.shape[0]), flat.shape[1])[order]
-    return stats.norm.cdf(flat.ravel()[order]), labels
+    points, _ = _ks_grid(grid_size)
+    # bin b: the first grid point at or above the draw (b = G − 1: above them all)
+    bins = jnp.searchsorted(jnp.asarray(points), flat, side="left")
+    chains = jnp.arange(flat.shape[0])[:, None]
+    counts = jnp.bincount((chains * grid_size + bins).ravel(), length=flat.shape[0] * grid_size)
+    at_or_below = jnp.cumsum(counts.reshape(flat.shape[0], grid_size), axis=1)[:, :-1]
+    return np.asarray(at_or_below, dtype=np.float64) / flat.shape[1]
 
 
-def ks_weighted(cdf, labels, counts) -> float:
+def ks_weighted(ecdf, counts):
     """KS distance to N(0, 1) of the pooled draws when chain c is taken counts[c] times.
 
-    cdf, labels: from :func:`sorted_by_chain`; counts: (chains,) non-negative integers (all
-    ones give the KS distance of the pooled draws).
+    ``ecdf``: from :func:`chain_ecdf`; ``counts``: (chains,) non-negative integers (all ones
+    give the pooled draws), or (resamples, chains) for one distance per row. The supremum is
+    taken over the grid, so the result is at most the exact distance and at least the exact
+    distance minus 1/G (Φ rises by 1/G between grid points and the pooled CDF is monotone).
     """
-    weight = np.asarray(counts)[labels].astype(float)
-    upper = np.cumsum(weight) / weight.sum()
-    lower = upper - weight / weight.sum()
-    return float(max(np.max(upper - cdf), np.max(cdf - lower)))
+    ecdf = np.asarray(ecdf)
+    counts = np.asarray(counts, dtype=np.float64)
+    if counts.shape[-1] != ecdf.shape[0]:
+        raise ValueError(f"counts has {counts.shape[-1]} chains, the ecdf {ecdf.shape[0]}")
+    _, cdf = _ks_grid(ecdf.shape[1] + 1)
+    pooled = counts @ ecdf / counts.sum(axis=-1, keepdims=True)
+    distance = np.max(np.abs(pooled - cdf), axis=-1)
+    return float(distance) if distance.ndim == 0 else distance
 
 
-def ks_gap(ks_layers) -> float:
+def ks_gap(ks_layers):
     """Δ_KS = min(KS(W⁽¹⁾), KS(W⁽ᴸ⁾)) − mean_{1<l<L} KS(W⁽ˡ⁾) of per-kernel KS distances.
 
     Positive when the intermediate kernels are closer to the prior than both outer ones
-    ([SAP] §4.3, Fig. 7); needs at least 3 kernels.
+    ([SAP] §4.3, Fig. 7); needs at least 3 kernels. Each entry may be an array (one
+    distance per resample): the gap is then taken elementwise.
     """
     if len(ks_layers) < 3:
         raise ValueError(f"ks_gap needs at least 3 kernels, got {len(ks_layers)}")
-    return min(ks_layers[0], ks_layers[-1]) - float(np.mean(ks_layers[1:-1]))
+    layers = [np.asarray(k, dtype=np.float64) for k in ks_layers]
+    gap = np.minimum(layers[0], layers[-1]) - np.mean(layers[1:-1], axis=0)
+    return float(gap) if gap.ndim == 0 else gap
 
 
-def ks_gap_bootstrap(rng, kernels, num_chains: int, *, num_resamples: int = 1000):
+def ks_gap_bootstrap(rng, ecdfs, num_chains: int, *, num_resamples: int = 1000):
     """95 % percentile interval ``(low, high)`` of :func:`ks_gap` by resampling chains.
 
-    rng: a NumPy Generator; kernels: one :func:`sorted_by_chain` pair per layer. Each
-    resample draws chain counts from Multinomial(K, 1/K) and reweights the pooled draws.
+    rng: a NumPy Generator; ecdfs: one :func:`chain_ecdf` per kernel. Each resample draws
+    chain counts from Multinomial(K, 1/K) and reweights the pooled draws.
     """
     ones = np.ones(num_chains, dtype=int)
-    boot = np.array([
-        ks_gap([ks_weighted(*kernel, counts) for kernel in kernels])
-        for counts in rng.multinomial(num_chains, ones / num_chains, size=num_resamples)
-    ])  # fmt: skip
+    counts = rng.multinomial(num_chains, ones / num_chains, size=num_resamples)
+    boot = ks_gap([ks_weighted(ecdf, counts) for ecdf in ecdfs])
     low, high = np.quantile(boot, [0.025, 0.975])
     return float(low), float(high)
 
