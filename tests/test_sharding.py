@@ -109,3 +109,19 @@ def test_tune_and_sample_chains(per_chain):
     assert len(drawn) == 3 and drawn[0]["z"].shape == (4, 2)
     assert drawn[0]["logdensity"].shape == drawn[0]["energy_var"].shape == (4,)
     assert all(np.all(np.isfinite(d["z"])) for d in drawn)
+    with pytest.MonkeyPatch.context() as patch:  # phase 3 in groups of one chain each
+        patch.setattr(sharding, "FINISH_GROUP", 1)
+        grouped = sharding.tune_chains(_target, (1.0,), keys, z0, x, y, scale, 100, mesh, 3, False)
+    for one, many in zip(grouped, tuned, strict=True):
+        for name in ("position", "L", "step_size"):
+            np.testing.assert_allclose(one[name], many[name], rtol=1e-6)
+
+
+def test_chain_groups_cover_every_chain_in_mesh_multiples():
+    assert sharding._groups(5, 2, 1) == [(0, 2), (2, 4), (4, 5)]
+    assert sharding._groups(6, 3, 2) == [(0, 2), (2, 4), (4, 6)]  # 3 rounded down to 2
+    assert sharding._groups(4, 1, 2) == [(0, 2), (2, 4)]  # at least the mesh size
+    assert sharding._groups(3, 1024, 1) == [(0, 3)]
+    tree = {"a": jnp.arange(4)}
+    assert sharding._rows(tree, 0, 4) is tree
+    assert sharding._rows(tree, 1, 3)["a"].tolist() == [1, 2]

@@ -121,6 +121,23 @@ def _progress(total: int, desc: str, enabled: bool):
     return tqdm(total=total, desc=desc, disable=not enabled, file=sys.stderr, leave=False)
 
 
+FINISH_GROUP = 1_024  # chains per phase-3 program (its memory grows with the chains)
+
+
+def _groups(n: int, size: int, multiple: int) -> list[tuple[int, int]]:
+    """Bounds ``(a, b)`` of consecutive groups of at most ``size`` of ``n`` chains; every
+    group but the last a multiple of ``multiple`` (the mesh size), so each stays sharded."""
+    size = max(multiple, size - size % multiple)
+    return [(a, min(a + size, n)) for a in range(0, n, size)]
+
+
+def _rows(tree, a: int, b: int):
+    """Chains ``a:b`` of every leaf (leading chain axis); all of them: the tree itself."""
+    if a == 0 and b == jax.tree.leaves(tree)[0].shape[0]:
+        return tree
+    return jax.tree.map(lambda leaf: leaf[a:b], tree)
+
+
 def tune_chains(target, spec, keys, z0, x, y, scale, tuning_steps, mesh, chunks, progress):
     """Tune every chain (phases 1–3), sharded; phases 1–2 run in ``chunks`` equal pieces.
 
@@ -148,7 +165,12 @@ def tune_chains(target, spec, keys, z0, x, y, scale, tuning_steps, mesh, chunks,
             carry, div = tune(carry, xs, x, y, scale)
             divergences.append(np.asarray(div))
             bar.update(b - a)
-    state, L, eps = finish(k_finish, carry, x, y, scale)
+    # phase 3 in groups of chains: its ESS trace and FFT take ~16 MB a chain (d ≈ 1 000)
+    groups = [
+        finish(*_rows((k_finish, carry), a, b), x, y, _rows(scale, a, b) if per_chain else scale)
+        for a, b in _groups(k_finish.shape[0], FINISH_GROUP, mesh.devices.size)
+    ]
+    state, L, eps = jax.tree.map(lambda *parts: jnp.concatenate(parts), *groups)
     div = np.concatenate(divergences, axis=1).sum(axis=1)
     return [
         {
