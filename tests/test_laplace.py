@@ -12,6 +12,7 @@ from jax.flatten_util import ravel_pytree
 
 from bnn_posteriors import nets
 from bnn_posteriors.inference import laplace as la
+from bnn_posteriors.inference import map_estimate
 
 KEY = jax.random.PRNGKey(0)
 
@@ -89,7 +90,7 @@ def test_linear_model_is_conjugate_bayesian_regression(x64):
     np.testing.assert_allclose(post.mean, theta)
     # and the MAP is the minimiser of the regularised loss: its gradient vanishes there
     grad = jax.grad(
-        lambda p: la.regularised_loss(
+        lambda p: map_estimate.regularised_loss(
             p,
             x,
             y,
@@ -163,7 +164,7 @@ def test_last_layer_subset_and_classification_predictives():
     x = jnp.asarray(rng.normal(size=(30, 2)), jnp.float32)
     y = jnp.asarray((x[:, 0] > 0).astype(int))
     params = nets.mlp_init(KEY, (2, 4, 2), 0.5)
-    params, trace = la.train_map(
+    params, trace = map_estimate.train_map(
         params, x, y, likelihood="categorical", activation="tanh", num_steps=200,
         learning_rate=0.05,
     )  # fmt: skip
@@ -213,4 +214,4 @@ def test_bad_input():
     with pytest.raises(ValueError, match="lower"):
         la.optimise_prior_precision(post, lower=10.0, upper=1.0)
     with pytest.raises(ValueError, match="num_steps"):
-        la.train_map(params, x, y, likelihood="gaussian", num_steps=0)
+        map_estimate.train_map(params, x, y, likelihood="gaussian", num_steps=0)

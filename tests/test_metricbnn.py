@@ -11,7 +11,7 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 from bnn_posteriors import cnn, nets
-from bnn_posteriors.inference import laplace, metricbnn
+from bnn_posteriors.inference import map_estimate, metricbnn
 
 KEY = jax.random.PRNGKey(0)
 TANH = partial(nets.mlp_apply, activation_name="tanh")
@@ -21,7 +21,7 @@ def toy_map():
     rng = np.random.default_rng(0)
     x = jnp.asarray(rng.uniform(-2, 2, (40, 1)), jnp.float32)
     y = jnp.sin(2 * x) + 0.1 * jnp.asarray(rng.normal(size=(40, 1)), jnp.float32)
-    params, _ = laplace.train_map(nets.mlp_init(KEY, (1, 8, 1), 0.5), x, y,
+    params, _ = map_estimate.train_map(nets.mlp_init(KEY, (1, 8, 1), 0.5), x, y,
                                   likelihood="gaussian", noise_scale=0.1, activation="tanh",
                                   num_steps=3000, learning_rate=1e-2)  # fmt: skip
     theta, unravel = ravel_pytree(params)

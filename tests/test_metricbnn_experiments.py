@@ -11,7 +11,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from bnn_posteriors import nets
-from bnn_posteriors.inference import laplace, metricbnn
+from bnn_posteriors.inference import map_estimate, metricbnn
 from bnn_posteriors.studies import metricbnn_experiments as mbx
 
 KEY = jax.random.PRNGKey(0)
@@ -78,9 +78,10 @@ def test_snelson_repeat_is_the_pipeline_then_the_metrics():
     assert out["max loss ratio - 1"] >= out["mean loss ratio - 1"]
     # by hand: the same keys in the same order
     k_init, k_curv, k_walk, k_metrics = jax.random.split(KEY, 4)
-    p, _ = laplace.train_map(nets.mlp_init(k_init, widths, scheme="fan_in"), problem.x, problem.y,
-                             likelihood="gaussian", noise_scale=0.3, prior_precision=1.0,
-                             num_steps=50, learning_rate=1e-2)  # fmt: skip
+    start = nets.mlp_init(k_init, widths, scheme="fan_in")
+    p, _ = map_estimate.train_map(start, problem.x, problem.y,
+                                  likelihood="gaussian", noise_scale=0.3, prior_precision=1.0,
+                                  num_steps=50, learning_rate=1e-2)  # fmt: skip
     th = ravel_pytree(p)[0]
     lr = metricbnn.stable_learning_rate(loss, th, k_curv, 1e-3)
     walk, latent, _ = WALK(k_walk, loss, th, learning_rate=lr)

@@ -12,6 +12,7 @@ import pytest
 from bnn_posteriors.inference import mean_field_family as mf
 from bnn_posteriors.inference import permutations
 from bnn_posteriors.inference import symmetrised as sym
+from bnn_posteriors.studies import pruning
 from bnn_posteriors.studies import symmetrised_experiments as sx
 
 
@@ -68,7 +69,7 @@ def test_fit_width_and_tables(toy_fits):
     np.testing.assert_allclose(g[3]["elbo"], r["elbo"][2:] + r["mi"][2:] - r["elbo"][:2])
     np.testing.assert_allclose(g[3]["post_hoc"] + g[3]["training"], g[3]["elbo"], rtol=1e-6)
     assert "test_ll gain" in sx.gains_table(g) and "accuracy" not in sx.gains_table(g)
-    assert sx.pruned_fraction(r["q"]).shape == (4,)
+    assert pruning.pruned_fraction(r["q"]).shape == (4,)
 
 
 def test_evaluate_categorical():
@@ -90,48 +91,6 @@ def test_identity_test_is_calibrated_on_a_fit(toy_fits):
     assert out["gap_se"] <= out["elbo_q_se"] + 1e-6  # pairing removes the shared noise
 
 
-def test_pruned_fraction():
-    q = mf.init_mean_field(jax.random.key(0), (1, 4, 1), init_scale=0.1)
-    q["loc"][1]["W"] = jnp.array([[0.0], [1.0], [0.15], [-0.5]])
-    batched = jax.tree.map(lambda v: v[None], q)
-    np.testing.assert_allclose(sx.pruned_fraction(batched), [0.5])
-
-
-def test_pruned_units_need_every_outgoing_weight_near_zero():
-    q = mf.init_mean_field(jax.random.key(0), (2, 3, 2), init_scale=0.1)
-    q["loc"][1]["W"] = jnp.array([[0.0, 0.1], [0.0, 1.0], [0.15, -0.15]])
-    batched = jax.tree.map(lambda v: v[None], q)
-    np.testing.assert_array_equal(sx.pruned_units(batched), [[True, False, True]])
-    np.testing.assert_allclose(sx.pruned_fraction(batched), [2 / 3])
-    np.testing.assert_array_equal(sx.pruned_units(batched, threshold=20.0), [[True] * 3])
-    with pytest.raises(ValueError, match="threshold"):
-        sx.pruned_units(batched, threshold=0.0)
-
-
-def test_unit_pruning_and_table():
-    q = mf.init_mean_field(jax.random.key(0), (2, 3, 2), init_scale=0.1)
-    # unit 0: switched off and back at the prior N(0, 1); units 1, 2: used
-    q["loc"][0]["W"] = q["loc"][0]["W"].at[:, 0].set(0.0)
-    q["log_scale"][1]["W"] = q["log_scale"][1]["W"].at[0].set(0.0)
-    q["log_scale"][0]["W"] = q["log_scale"][0]["W"].at[:, 0].set(0.0)
-    q["log_scale"][0]["b"] = q["log_scale"][0]["b"].at[0].set(0.0)
-    q["loc"][1]["W"] = jnp.array([[0.0, 0.0], [1.0, 0.0], [0.0, -2.0]])
-    runs = jax.tree.map(lambda v: jnp.stack([v, v]), q)
-    out = sx.unit_pruning(runs)
-    np.testing.assert_allclose(out["pruned"], [1 / 3, 1 / 3])
-    np.testing.assert_array_equal(out["kept"], [2, 2])
-    np.testing.assert_allclose(out["kl_pruned"], [0.0, 0.0], atol=1e-6)
-    kl = np.asarray(mf.unit_kl(q)) / 5  # 2 + 1 + 2 parameters per unit
-    np.testing.assert_allclose(out["kl_kept"], [kl[1:].mean()] * 2, rtol=1e-6)
-    assert out["kl_kept"][0] > 1.0
-    none = sx.unit_pruning(jax.tree.map(lambda v: v[None], mf.init_mean_field(
-        jax.random.key(1), (2, 3, 2), loc_scale=10.0, init_scale=0.01)))  # fmt: skip
-    assert none["pruned"][0] == 0 and np.isnan(none["kl_pruned"][0])
-    table = sx.pruning_table({3: out, 4: none})
-    lines = table.splitlines()
-    assert len(lines) == 4 and lines[0].startswith("| H |") and lines[3].count("—") == 1
-
-
 def test_fit_width_with_sampled_permutations_beyond_the_exact_width():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(16, 3)).astype(np.float32)
@@ -144,7 +103,7 @@ def test_fit_width_with_sampled_permutations_beyond_the_exact_width():
                      likelihood="categorical")  # fmt: skip
     assert r["mi"].shape == r["accuracy"].shape == (2,)
     assert np.all(r["mi"] >= 0) and np.all(r["mi"] <= math.log(4) + 1e-5)  # Î_K ≤ log K
-    assert sx.unit_pruning(r["q"])["pruned"].shape == (2,)
+    assert pruning.unit_pruning(r["q"])["pruned"].shape == (2,)
 
 
 def test_fit_width_in_cached_groups_equals_one_batch_and_resumes(tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bnn_posteriors import models, nets, validate
-from bnn_posteriors.inference import ensembles, laplace, mcmc, mile, vi
+from bnn_posteriors.inference import ensembles, laplace, map_estimate, mcmc, mile, vi
 
 KEY = jax.random.key(0)
 
@@ -183,12 +183,12 @@ def test_laplace_entry_points():
     with pytest.raises(ValueError, match="laplace: class labels y must be integers ≥ 0, got -1"):
         laplace.laplace(params, x, np.array([0, 1, -1, 0, 1, 0]), likelihood="categorical")
     with pytest.raises(ValueError, match="train_map: prior_precision must be a positive number"):
-        laplace.train_map(params, x, y, likelihood="gaussian", prior_precision=0.0)
+        map_estimate.train_map(params, x, y, likelihood="gaussian", prior_precision=0.0)
     with pytest.raises(ValueError, match="train_map: num_steps must be a positive integer"):
-        laplace.train_map(params, x, y, likelihood="gaussian", num_steps=0)
+        map_estimate.train_map(params, x, y, likelihood="gaussian", num_steps=0)
     x[0, 1] = np.nan
     with pytest.raises(ValueError, match="train_map: x contains 1 NaN values"):
-        laplace.train_map(params, x, y, likelihood="gaussian")
+        map_estimate.train_map(params, x, y, likelihood="gaussian")
 
 
 @pytest.mark.parametrize("subset", ["full", "last_layer"])

@@ -127,12 +127,12 @@ def _widths(split: data.Split, hidden) -> tuple[int, ...]:
 
 def _laplace_unit(key, split: data.Split, s: Mapping) -> dict:
     from bnn_posteriors import nets
-    from bnn_posteriors.inference import laplace
+    from bnn_posteriors.inference import laplace, map_estimate
 
     widths = _widths(split, s["widths_hidden"])
     x, y = jnp.asarray(split.x_train, jnp.float32), jnp.asarray(split.y_train, jnp.float32)
     params0 = nets.mlp_init(key, widths, scheme="glorot")
-    params, trace = laplace.train_map(
+    params, trace = map_estimate.train_map(
         params0, x, y[:, None], likelihood="gaussian", noise_scale=s["map_sigma"],
         prior_precision=1.0 / s["prior_scale"] ** 2, num_steps=int(s["map_steps"]),
         learning_rate=s["map_learning_rate"], weight_decay=s["map_weight_decay"],

@@ -1,7 +1,8 @@
 """Laplace approximation with the generalised Gauss-Newton (GGN) Hessian.
 
 A Gaussian q(θ) = N(θ*, (GGN + δ I)⁻¹) around the MAP θ* of the regularised loss
-L(θ) = −log p(D | θ) + (δ/2)‖θ‖² ([MBNN] eq. 1 with a N(0, 1/δ) prior per parameter).
+L(θ) = −log p(D | θ) + (δ/2)‖θ‖² ([MBNN] eq. 1 with a N(0, 1/δ) prior per parameter;
+trained by :func:`bnn_posteriors.inference.map_estimate.train_map`).
 Two likelihoods: Gaussian regression with fixed noise σ and categorical
 classification (softmax of the logits). Two parameter subsets: the full network
 and the last layer (its ``W`` and ``b``, with the penultimate activations as
@@ -23,24 +24,22 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from jax.flatten_util import ravel_pytree
 
 from bnn_posteriors import nets, validate
-from bnn_posteriors.inference import optim
 from bnn_posteriors.validate import positive, positive_int
 
 LIKELIHOODS = ("gaussian", "categorical")
 SUBSETS = ("full", "last_layer")
 
 
-def _check_likelihood(likelihood: str) -> str:
+def check_likelihood(likelihood: str) -> str:
     if likelihood not in LIKELIHOODS:
         raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
     return likelihood
 
 
-def _check_data(x, y, likelihood: str, where: str):
+def check_data(x, y, likelihood: str, where: str):
     """x (n, d); y (n, d_out) targets (regression) or (n,) class labels, as JAX arrays."""
     y_ndim = 2 if likelihood == "gaussian" else 1
     xy = validate.check_xy(x, y, where=where, likelihood=likelihood, ndim=(2,), y_ndim=y_ndim)
@@ -93,7 +92,7 @@ def ggn_matrix(model_fn, theta, x, *, likelihood: str, noise_scale: float = 1.0,
     (:func:`_output_hessian`). Equals the Hessian of the NLL where the network is linear in θ
     (regression). Computed in chunks of ``chunk`` points. Returns (P, P).
     """
-    _check_likelihood(likelihood)
+    check_likelihood(likelihood)
     noise_scale = positive("noise_scale", noise_scale)
     theta = jnp.asarray(theta)
     x = jnp.asarray(x)
@@ -225,12 +224,12 @@ def laplace(
     gives the last layer's inputs and only ``params[-1]`` (W, b) is random.
     ``prior_precision`` is δ of N(0, I/δ).
     """
-    _check_likelihood(likelihood)
+    check_likelihood(likelihood)
     if subset not in SUBSETS:
         raise ValueError(f"subset must be one of {SUBSETS}, got {subset!r}")
     noise_scale = positive("noise_scale", noise_scale, where="laplace")
     delta = positive("prior_precision", prior_precision, where="laplace")
-    x, y = _check_data(x, y, likelihood, "laplace")
+    x, y = check_data(x, y, likelihood, "laplace")
     if apply_fn is None:
         apply_fn = functools.partial(nets.mlp_apply, activation_name=activation)
     if subset == "full":
@@ -346,64 +345,3 @@ def linearised_predictive(
         logits = mean + jnp.einsum("nab,snb->sna", chol, z)
         return jax.nn.softmax(logits, axis=-1).mean(0)
     raise ValueError(f"method must be 'probit' or 'mc', got {method!r}")
-
-
-def regularised_loss(
-    params, x, y, *, apply_fn, likelihood: str, noise_scale=1.0, prior_precision=1.0
-):
-    """L(θ) = −log p(D | θ) + (δ/2)‖θ‖² ([MBNN] eq. 1 with a N(0, I/δ) prior)."""
-    flat, _ = ravel_pytree(params)
-    nll = neg_log_likelihood(apply_fn(params, x), y, likelihood, noise_scale)
-    return nll + 0.5 * prior_precision * jnp.sum(flat**2)
-
-
-def train_map(
-    params,
-    x,
-    y,
-    *,
-    likelihood: str,
-    noise_scale: float = 1.0,
-    prior_precision: float = 1.0,
-    activation: str = "relu",
-    apply_fn: Callable | None = None,
-    num_steps: int = 1000,
-    learning_rate: float = 1e-3,
-    weight_decay: float = 0.0,
-):
-    """Full-batch AdamW on the mean regularised loss L(θ)/n; returns ``(params, loss trace)``.
-
-    ``weight_decay`` is AdamW's decoupled decay, on top of the prior's (δ/2)‖θ‖².
-    """
-    _check_likelihood(likelihood)
-    noise_scale = positive("noise_scale", noise_scale, where="train_map")
-    delta = positive("prior_precision", prior_precision, where="train_map")
-    x, y = _check_data(x, y, likelihood, "train_map")
-    num_steps = positive_int("num_steps", num_steps, where="train_map")
-    learning_rate = positive("learning_rate", learning_rate, where="train_map")
-    if apply_fn is None:
-        apply_fn = functools.partial(nets.mlp_apply, activation_name=activation)
-    n = x.shape[0]
-
-    def loss(p):
-        return (
-            regularised_loss(
-                p,
-                x,
-                y,
-                apply_fn=apply_fn,
-                likelihood=likelihood,
-                noise_scale=noise_scale,
-                prior_precision=delta,
-            )
-            / n
-        )
-
-    opt = optax.adamw(learning_rate, weight_decay=weight_decay)
-
-    @jax.jit
-    def run(p):
-        p, _, trace = optim.minimise(loss, p, opt, num_steps=num_steps)
-        return p, trace
-
-    return run(params)

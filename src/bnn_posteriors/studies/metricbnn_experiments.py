@@ -21,7 +21,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from bnn_posteriors import cnn, data, metrics, nets
-from bnn_posteriors.inference import laplace, metricbnn
+from bnn_posteriors.inference import laplace, map_estimate, metricbnn
 from bnn_posteriors.predictive import class_probs, entropy
 
 _relu_net = partial(nets.mlp_apply, activation_name="relu")
@@ -124,7 +124,7 @@ def snelson_repeat(
     whose dict it returns. ``loss_fn``: the refinement loss of eq. 1 on flat θ.
     """
     k_init, k_curv, k_walk, k_metrics = jax.random.split(rng_key, 4)
-    p, _ = laplace.train_map(
+    p, _ = map_estimate.train_map(
         nets.mlp_init(k_init, widths, scheme="fan_in"), problem.x, problem.y, likelihood="gaussian",
         noise_scale=problem.noise_scale, prior_precision=prior_precision, num_steps=map_steps,
         learning_rate=map_learning_rate,
@@ -163,7 +163,7 @@ def uci_run(
     ytr = jnp.asarray(ytr)
     widths = (xtr.shape[1], *hidden, int(ytr.max()) + 1)
     k_init, k_la, k_mb, k_s = jax.random.split(rng_key, 4)
-    p_map, _ = laplace.train_map(nets.mlp_init(k_init, widths, scheme="fan_in"), xtr, ytr,
+    p_map, _ = map_estimate.train_map(nets.mlp_init(k_init, widths, scheme="fan_in"), xtr, ytr,
                                  likelihood="categorical", prior_precision=prior_precision,
                                  num_steps=map_steps, learning_rate=map_learning_rate)  # fmt: skip
     t_map, unr = ravel_pytree(p_map)
@@ -239,7 +239,7 @@ def banana_entropies(
     """
     k_init, k_walk, k_la, k_mb = rng_keys
     tanh_net = partial(nets.mlp_apply, activation_name="tanh")
-    p_map, _ = laplace.train_map(
+    p_map, _ = map_estimate.train_map(
         nets.mlp_init(k_init, widths, scheme="fan_in"), x, y, likelihood="categorical",
         activation="tanh", prior_precision=prior_precision, num_steps=map_steps,
         learning_rate=map_learning_rate,
@@ -287,7 +287,7 @@ def mnist_run(
     wall time after the MAP of the LA and of MetricBNN, and the CNN's size P.
     """
     k_init, k_la, k_walk, k_mb = rng_keys
-    p_map, _ = laplace.train_map(
+    p_map, _ = map_estimate.train_map(
         cnn.cnn_init(k_init), x, y, likelihood="categorical", apply_fn=cnn.cnn_apply,
         prior_precision=prior_precision, num_steps=map_steps, learning_rate=map_learning_rate,
     )  # fmt: skip

@@ -5,7 +5,8 @@ return: the regression toy set and MNIST's pooled pixels, the orbit of random ML
 (C5.1), paired plain/symmetrised fits per width with their ELBO, I and test scores
 (:func:`evaluate`, :func:`fit_width`), the ELBO identity test (C5.2), I along the
 separation of the units, the collapse statistics of plain MFVI (C5.3) and the gains of
-symmetrised training (C5.4), with the text tables the chapter prints.
+symmetrised training (C5.4), with the text tables the chapter prints. How many units plain
+MFVI prunes is in :mod:`bnn_posteriors.studies.pruning`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 import numpyro
 from numpyro.infer import TraceMeanField_ELBO
 
-from .. import cache, metrics, nets, tables, validate
+from .. import cache, metrics, nets, validate
 from ..inference import permutations, vi
 from ..inference.mean_field_family import (
     log_joint,
@@ -28,7 +29,6 @@ from ..inference.mean_field_family import (
     mlp_model_kwargs,
     predictive_outputs,
     to_guide_params,
-    unit_kl,
 )
 from ..inference.symmetrised import (
     _check_one_hidden,
@@ -344,65 +344,6 @@ def nearest_arrangement(q: dict, draws, perms) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- C5.3, C5.4
-
-
-def pruned_units(q: dict, threshold: float = 2.0) -> np.ndarray:
-    """Per run and hidden unit: True where the unit is pruned, i.e. *every* outgoing weight
-    ``W1[j, k]`` has |μ| < ``threshold``·s under q (no output of the unit is distinguishable
-    from zero; the signal-to-noise criterion of Blundell et al. (2015), per unit).
-
-    q's leaves carry a leading run axis. Returns (R, H) booleans.
-    """
-    validate.positive("threshold", threshold, where="pruned_units")
-    mu, s = q["loc"][1]["W"], jnp.exp(q["log_scale"][1]["W"])
-    return np.asarray(jnp.all(jnp.abs(mu) < threshold * s, axis=-1))
-
-
-def pruned_fraction(q: dict, threshold: float = 2.0) -> np.ndarray:
-    """Per run: the fraction of hidden units pruned by :func:`pruned_units`. Returns (R,).
-
-    With one output this is the fraction of units whose outgoing weight has |μ| < 2 s.
-    """
-    return pruned_units(q, threshold).mean(axis=-1, dtype=np.float32)
-
-
-def unit_pruning(q: dict, *, prior_scale: float = 1.0, threshold: float = 2.0) -> dict:
-    """Per run: how many hidden units plain MFVI switched off, and how prior-like they are.
-
-    ``pruned``: the fraction of units of :func:`pruned_units` (R,); ``kept``: the number of
-    the others (R,); ``kl_pruned`` and ``kl_kept``: the mean over those units of the KL of a
-    unit's whole factor u_j = (W₀[:, j], b₀[j], W₁[j, :]) to the prior N(0, ``prior_scale``²)
-    per parameter, in nats (:func:`.mean_field_family.unit_kl`; NaN where there is no such
-    unit). A pruned unit whose factor has reverted to the prior has KL ≈ 0 and is then
-    (nearly) identical to every other such unit: n of them make q (nearly) invariant under
-    their n! permutations. q's leaves carry a leading run axis.
-    """
-    pruned = pruned_units(q, threshold)
-    n_params = q["loc"][0]["W"].shape[-2] + 1 + q["loc"][1]["W"].shape[-1]
-    kl = np.asarray(unit_kl(q, prior_scale)) / n_params  # (R, H) nats per parameter
-    with np.errstate(invalid="ignore"):
-        kl_pruned = np.where(pruned, kl, 0).sum(-1) / pruned.sum(-1)
-        kl_kept = np.where(~pruned, kl, 0).sum(-1) / (~pruned).sum(-1)
-    return dict(pruned=pruned.mean(-1), kept=(~pruned).sum(-1), kl_pruned=kl_pruned,
-                kl_kept=kl_kept)  # fmt: skip
-
-
-def pruning_table(pruning: dict) -> str:
-    """:func:`unit_pruning` per width as a Markdown table (:mod:`bnn_posteriors.tables`): mean
-    ± sd over runs of the pruned fraction and of the units kept, mean KL per parameter of the
-    pruned and of the kept units ("—" where no run has such a unit). ``pruning``: width → its
-    result."""
-    header = ["H", "pruned units", "units kept", "KL per parameter, pruned units (nats)",
-              "KL per parameter, kept units (nats)"]  # fmt: skip
-    rows = []
-    for w, p in pruning.items():
-        kl = [
-            tables.number(float(np.nanmean(p[k])), ".4f") if np.isfinite(p[k]).any() else "—"
-            for k in ("kl_pruned", "kl_kept")
-        ]
-        rows.append([w, tables.pm((np.mean(p["pruned"]), np.std(p["pruned"]))),
-                     tables.pm((np.mean(p["kept"]), np.std(p["kept"])), ".1f"), *kl])  # fmt: skip
-    return tables.markdown_table(header, rows, align="rrrrr")
 
 
 def gains(fits: dict) -> dict:
