@@ -76,6 +76,29 @@ def test_nuts_is_deterministic_and_reuses_compilation(blackjax_run):
     assert float(jnp.mean(flipped["w"])) == pytest.approx(-POST_MEAN, abs=MEAN_TOL)
 
 
+def test_nuts_in_chunks_gives_the_same_draws_and_resumes(blackjax_run, tmp_path):
+    whole_samples, whole_stats = blackjax_run
+    chunked = lambda: mcmc.nuts(  # noqa: E731
+        jax.random.key(0), models.narrow_network, KWARGS, chunk_size=120, cache_dir=tmp_path,
+        **BUDGET,
+    )  # fmt: skip
+    samples, stats_ = chunked()
+    np.testing.assert_allclose(samples["w"], whole_samples["w"], rtol=1e-5, atol=1e-6)
+    for key in ("step_size", "acceptance_rate", "num_steps", "diverging"):
+        assert stats_[key].shape == whole_stats[key].shape
+    units = sorted(tmp_path.rglob("*.npz"))
+    assert len(units) == 4  # the adaptation and three chunks of 120, 120 and 60 draws
+    # an interrupted run: the last chunk is lost; the rerun computes only that one
+    last = max(units, key=lambda p: p.stat().st_mtime_ns)
+    kept = {p: p.stat().st_mtime_ns for p in units if p != last}
+    last.unlink()
+    again, _ = chunked()
+    np.testing.assert_array_equal(again["w"], samples["w"])
+    assert last.exists() and all(p.stat().st_mtime_ns == t for p, t in kept.items())
+    with pytest.raises(ValueError, match="chunk_size must be a positive integer"):
+        mcmc.nuts(jax.random.key(0), models.narrow_network, KWARGS, chunk_size=0, **BUDGET)
+
+
 def test_nuts_accepts_warm_starts(blackjax_run):
     init = {"w": jnp.array([[0.4], [0.6]])}
     samples, _ = mcmc.nuts(

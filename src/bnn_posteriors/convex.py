@@ -240,6 +240,9 @@ def sample_posterior(
     num_samples: int,
     target_acceptance_rate: float,
     max_tree_depth: int,
+    chunk_size: int | None = None,
+    cache_dir=None,
+    progress: bool = False,
 ) -> dict:
     """NUTS on the bias-free two-layer ReLU regression net, warm-started ([SAP] App. D.2).
 
@@ -248,6 +251,8 @@ def sample_posterior(
     log σ sampled. Returns ``u`` (chains, draws, H, d) (:func:`group_hadamard`), the paper's
     ``W1`` (chains, draws, H, d) and ``w2`` (chains, draws, H), ``sigma`` (chains, draws),
     the sampler's ``stats`` and the warm starts' final ``potential`` (chains,).
+    ``chunk_size``, ``cache_dir``, ``progress``: a long run in resumable chunks of draws
+    (:func:`mcmc.nuts`).
     """
     kwargs = {
         "x": x,
@@ -274,6 +279,9 @@ def sample_posterior(
         init_positions=positions,
         target_acceptance_rate=target_acceptance_rate,
         max_num_doublings=max_tree_depth,
+        chunk_size=chunk_size,
+        cache_dir=cache_dir,
+        progress=progress,
     )
     samples = jax.tree_util.tree_map(np.asarray, samples)
     params = [{"W": samples["W0"]}, {"W": samples["W1"]}]  # (chains, draws, ...)

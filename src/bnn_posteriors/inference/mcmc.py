@@ -10,14 +10,17 @@ the faster one there (see the README).
 from __future__ import annotations
 
 import functools
+import sys
 
 import blackjax
 import jax
 import jax.numpy as jnp
+import numpy as np
+from blackjax.mcmc.hmc import HMCState
 from numpyro.infer import MCMC, NUTS
 from numpyro.infer.util import constrain_fn, initialize_model, potential_energy
 
-from bnn_posteriors import validate
+from bnn_posteriors import cache, validate
 from bnn_posteriors.inference.optim import multistart_minimise
 
 
@@ -55,47 +58,63 @@ def _is_array(v) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled_nuts(
-    model, static: tuple, num_warmup: int, num_samples: int, target: float, max_doublings: int
-):
-    """One jitted, chain-vectorised NUTS run per (model, settings, budget).
+def _compiled_nuts(model, static: tuple, num_warmup: int, target: float, max_doublings: int):
+    """The jitted, chain-vectorised NUTS programs of one (model, settings, warm-up budget).
 
-    Data arrays are arguments, not constants, so new data of the same shape and
-    new keys reuse the compiled program.
+    Returns ``(whole, adapt, sample)``: ``whole(keys_warm, keys_draws, positions, arrays)``
+    runs the window adaptation and every draw in one program; ``adapt`` and ``sample``
+    split it at the end of the adaptation so that the draws can run in resumable chunks
+    (``sample(state, tuned, keys_draws, arrays)`` continues from ``state``). Data arrays
+    are arguments, not constants, so new data of the same shape and new keys reuse the
+    compiled programs.
     """
 
-    def one_chain(key_w, key_s, position, arrays):
+    def logdensity_of(arrays):
         kwargs = {**dict(static), **arrays}
+        return lambda z: -potential_energy(model, (), kwargs, z)
 
-        def logdensity(z):
-            return -potential_energy(model, (), kwargs, z)
-
-        adapt = blackjax.window_adaptation(
+    def adapt(key_w, position, arrays):
+        run = blackjax.window_adaptation(
             blackjax.nuts,
-            logdensity,
+            logdensity_of(arrays),
             target_acceptance_rate=target,
             max_num_doublings=max_doublings,
-        )
-        (state, params), _ = adapt.run(key_w, position, num_steps=num_warmup)
-        kernel = blackjax.nuts(logdensity, **params).step  # params carry max_num_doublings
+        ).run
+        (state, params), _ = run(key_w, position, num_steps=num_warmup)
+        return tuple(state), {k: params[k] for k in ("step_size", "inverse_mass_matrix")}
+
+    def sample(state, tuned, keys, arrays):
+        kernel = blackjax.nuts(logdensity_of(arrays), **tuned, max_num_doublings=max_doublings).step
 
         def step(state, key):
             state, info = kernel(key, state)
             return state, (state.position, info)
 
-        _, (positions, info) = jax.lax.scan(step, state, jax.random.split(key_s, num_samples))
+        state, (positions, info) = jax.lax.scan(step, HMCState(*state), keys)
+        kwargs = {**dict(static), **arrays}
         samples = jax.vmap(lambda z: constrain_fn(model, (), kwargs, z, return_deterministic=True))(
             positions
         )
         stats = {
-            "step_size": params["step_size"],
+            "step_size": tuned["step_size"],
             "acceptance_rate": info.acceptance_rate,
             "num_steps": info.num_integration_steps,
             "diverging": info.is_divergent,
         }
-        return samples, stats
+        return tuple(state), samples, stats  # tuples: a cached unit stores no NamedTuple
 
-    return jax.jit(jax.vmap(one_chain, in_axes=(0, 0, 0, None)))
+    def whole(key_w, keys, position, arrays):
+        return sample(*adapt(key_w, position, arrays), keys, arrays)[1:]
+
+    return (
+        jax.jit(jax.vmap(whole, in_axes=(0, 0, 0, None))),
+        jax.jit(jax.vmap(adapt, in_axes=(0, 0, None))),
+        jax.jit(jax.vmap(sample, in_axes=(0, 0, 0, None))),
+    )
+
+
+CACHE_VERSION = "nuts-1"  # of the cached units "nuts-adapt" and "nuts-draws": bump it when
+# the sampler's numerics change (bnn_posteriors.cache)
 
 
 def nuts(
@@ -109,6 +128,9 @@ def nuts(
     init_positions: dict | None = None,
     target_acceptance_rate: float = 0.8,
     max_num_doublings: int = 10,
+    chunk_size: int | None = None,
+    cache_dir=None,
+    progress: bool = False,
 ):
     """NUTS by BlackJAX with per-chain window adaptation, chains in ``vmap``.
 
@@ -121,9 +143,17 @@ def nuts(
     ones excluded) and deterministic site to an array (num_chains, num_samples,
     ...); ``stats`` holds per-chain ``step_size`` (chains,) and
     ``acceptance_rate``, ``num_steps``, ``diverging`` (chains, samples).
+
+    Long runs: ``chunk_size`` draws the samples in chunks of that many steps after the
+    adaptation (the same draws as one run: every draw has its own key), with a progress
+    bar (``progress``); with ``cache_dir`` (a directory, or True for the default one) the
+    adaptation and every chunk are units of :func:`bnn_posteriors.cache.cached` (version
+    :data:`CACHE_VERSION`), so an interrupted run resumes at its last finished chunk.
     """
     _check_inputs("nuts", model_kwargs, num_chains, num_warmup, num_samples, 1)  # adaptation
     validate.positive_int("max_num_doublings", max_num_doublings, where="nuts")
+    if chunk_size is not None:
+        validate.positive_int("chunk_size", chunk_size, where="nuts")
     key_init, key_warm, key_sample = jax.random.split(rng_key, 3)
     if init_positions is None:
         init_positions = jax.vmap(lambda k: log_joint_fn(k, model, model_kwargs)[1])(
@@ -139,15 +169,67 @@ def nuts(
         raise TypeError(
             f"non-array model settings must be hashable (use tuples, not lists): {dict(static)}"
         ) from None
-    run = _compiled_nuts(
-        model, static, num_warmup, num_samples, float(target_acceptance_rate), max_num_doublings
+    whole, adapt, sample = _compiled_nuts(
+        model, static, num_warmup, float(target_acceptance_rate), max_num_doublings
     )
-    return run(
-        jax.random.split(key_warm, num_chains),
-        jax.random.split(key_sample, num_chains),
-        init_positions,
-        arrays,
+    keys_warm = jax.random.split(key_warm, num_chains)
+    keys = jax.vmap(lambda k: jax.random.split(k, num_samples))(
+        jax.random.split(key_sample, num_chains)
+    )  # (chains, draws, key): one key per draw
+    if chunk_size is None and cache_dir is None:
+        return whole(keys_warm, keys, init_positions, arrays)
+    return _nuts_in_chunks(
+        adapt, sample, (keys_warm, keys, init_positions, arrays),
+        dict(model=f"{model.__module__}.{model.__qualname__}", static=repr(static),
+             num_warmup=num_warmup, target=float(target_acceptance_rate),
+             max_num_doublings=max_num_doublings),
+        chunk_size or num_samples, cache_dir, progress,
+    )  # fmt: skip
+
+
+def _nuts_in_chunks(adapt, sample, inputs, settings, chunk_size, cache_dir, progress):
+    """:func:`nuts` after the adaptation in chunks of draws, each optionally a cached unit."""
+    from tqdm.auto import tqdm
+
+    keys_warm, keys, positions, arrays = inputs
+    parts = {
+        **settings,
+        "keys_warm": cache.key_data(keys_warm),
+        "keys": cache.key_data(keys),
+        "positions": jax.tree.map(np.asarray, positions),
+        "arrays": jax.tree.map(np.asarray, arrays),
+    }
+    directory = None if cache_dir is True else cache_dir
+
+    def unit(name, extra, compute):
+        if cache_dir is None:
+            return compute()
+        return cache.cached(name, {**parts, **extra}, compute, directory, version=CACHE_VERSION)
+
+    state, tuned = unit(
+        "nuts-adapt", {}, lambda: jax.tree.map(np.asarray, adapt(keys_warm, positions, arrays))
     )
+    num_samples = keys.shape[1]
+    bounds = [(a, min(a + chunk_size, num_samples)) for a in range(0, num_samples, chunk_size)]
+    chunks = []
+    bar = tqdm(total=num_samples, desc="NUTS draws", disable=not progress, file=sys.stderr)
+    for a, b in bounds:
+        state, draws, stats = unit(
+            "nuts-draws",
+            {"draws": (a, b)},
+            lambda s=state, a=a, b=b: jax.tree.map(
+                np.asarray, sample(s, tuned, keys[:, a:b], arrays)
+            ),
+        )
+        chunks.append((draws, stats))
+        bar.update(b - a)
+    bar.close()
+    joined = jax.tree.map(lambda *c: np.concatenate(c, axis=1), *(c[0] for c in chunks))
+    stats = {
+        k: chunks[0][1][k] if k == "step_size" else np.concatenate([c[1][k] for c in chunks], 1)
+        for k in chunks[0][1]
+    }
+    return joined, stats
 
 
 def warm_starts(
