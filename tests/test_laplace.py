@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 
-from bnn_posteriors import nets
+from bnn_posteriors import models, nets
 from bnn_posteriors.inference import laplace as la
 from bnn_posteriors.inference import map_estimate
 
@@ -57,7 +57,7 @@ def test_ggn_equals_hessian_when_residual_vanishes(x64):
     noise_scale = 0.5
 
     def nll(t):
-        return la.neg_log_likelihood(
+        return models.neg_log_likelihood(
             nets.mlp_apply(unravel(t), x, "tanh"), y, "gaussian", noise_scale
         )
 

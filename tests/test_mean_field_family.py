@@ -53,7 +53,7 @@ def test_guide_params_round_trip_and_names():
 
 def test_from_guide_params_reads_a_numpyro_fit():
     x, y = toy_data()
-    kwargs = mf.mlp_model_kwargs(x, y, widths=WIDTHS, noise_scale=0.3)
+    kwargs = models.MLP(WIDTHS, noise_scale=0.3).kwargs(x, y)
     fit = vi.fit_mfvi(jax.random.key(0), models.mlp_regression, kwargs, num_steps=5,
                       num_particles=1, scale_transform="exp")  # fmt: skip
     q = mf.from_guide_params(fit["params"])
@@ -111,17 +111,6 @@ def test_log_joint_categorical_and_deeper_nets():
     got = mf.log_joint(params, x, jnp.asarray(y), likelihood="categorical")
     np.testing.assert_allclose(got, lik + prior, rtol=1e-5)
     assert math.isfinite(float(got))
-
-
-def test_mlp_model_and_kwargs():
-    assert mf.mlp_model("gaussian") is models.mlp_regression
-    assert mf.mlp_model("categorical") is models.mlp_classification
-    with pytest.raises(ValueError, match="likelihood"):
-        mf.mlp_model("poisson")
-    assert "noise_scale" not in mf.mlp_model_kwargs(
-        None, None, widths=(2, 3, 4), likelihood="categorical"
-    )
-    assert mf.mlp_model_kwargs(None, None, widths=[2, 3, 1], noise_scale=0.2)["widths"] == (2, 3, 1)
 
 
 def test_unit_kl_sums_to_the_kl_of_q_to_the_prior():

@@ -65,7 +65,7 @@ def test_refinement_loss_values():
     t2, u2 = ravel_pytree(two)
     ce = metricbnn.refinement_loss(u2, ident, x, labels, likelihood="categorical")
     np.testing.assert_allclose(ce(t2), np.log(2.0), rtol=1e-6)
-    with pytest.raises(ValueError, match="likelihood"):
+    with pytest.raises(ValueError, match="refinement_loss: unknown likelihood 'poisson'"):
         metricbnn.refinement_loss(unravel, ident, x, y, likelihood="poisson")
 
 

@@ -30,7 +30,7 @@ def test_log_density_matches_model():
     x, y = _data()
     pos = jax.tree.map(lambda a: a[0], _starts(1))
     logdensity, _, _ = mcmc.log_joint_fn(
-        jax.random.PRNGKey(0), models.mlp_regression, mile.model_kwargs(x, y, WIDTHS)
+        jax.random.PRNGKey(0), models.mlp_regression, models.MLP(WIDTHS).kwargs(x, y)
     )
     np.testing.assert_allclose(mile.log_density(pos, x, y, widths=WIDTHS), logdensity(pos))
     # hand-written: N(0,1) weights, N(0,1) log sigma, Gaussian likelihood
@@ -186,10 +186,10 @@ def test_heteroscedastic_log_density_matches_scipy():
     got = mile.log_density(pos, x, y, widths=HET, prior_scale=0.6, heteroscedastic=True)
     assert float(got) == pytest.approx(expected, rel=1e-5)
     # the NUTS log joint of the same model kwargs (validate.check_model_data accepts them)
-    kwargs = mile.model_kwargs(x, y, HET, 0.6, heteroscedastic=True)
+    kwargs = models.MLP(HET, prior_scale=0.6, heteroscedastic=True).kwargs(x, y)
     logdensity, _, _ = mcmc.log_joint_fn(jax.random.PRNGKey(0), models.mlp_regression, kwargs)
     np.testing.assert_allclose(logdensity(pos), got, rtol=1e-6)
-    assert "heteroscedastic" not in mile.model_kwargs(x, y, WIDTHS)  # mean regression as before
+    assert "heteroscedastic" not in models.MLP(WIDTHS).kwargs(x, y)  # mean regression as before
 
 
 def test_heteroscedastic_run_bde_samples_and_predicts_scales(tmp_path):

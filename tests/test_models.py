@@ -260,3 +260,50 @@ def test_mlp_regression_heteroscedastic_sites():
 def test_mlp_regression_heteroscedastic_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         trace(models.mlp_regression, x=XM, heteroscedastic=True, **kwargs)
+
+
+# --- MLP spec ---------------------------------------------------------------------------------
+
+
+def test_mlp_spec_gives_the_model_and_its_log_joint():
+    sites, params = mlp_params()
+    spec = models.MLP(WIDTHS, activation="tanh", prior_scale=0.8, noise_scale=0.3)
+    assert spec.model is models.mlp_regression and spec.widths == tuple(WIDTHS)
+    logp, _ = log_density(spec.model, (), spec.kwargs(XM, YM), sites)
+    mean = np.tanh(XM @ params[0]["W"] + params[0]["b"]) @ params[1]["W"] + params[1]["b"]
+    expected = prior_logpdf(sites, 0.8) + stats.norm.logpdf(YM, mean[:, 0], 0.3).sum()
+    assert float(logp) == pytest.approx(expected, rel=1e-5)
+    labels = models.MLP([2, 3, 4], likelihood="categorical", noise_scale=0.3)
+    assert labels.model is models.mlp_classification
+    assert "noise_scale" not in labels.kwargs(XM, None)
+    assert hash(spec) == hash(models.MLP(tuple(WIDTHS), "gaussian", "tanh", True, 0.8, 0.3))
+    with pytest.raises(AttributeError):
+        spec.prior_scale = 2.0  # frozen: a spec never changes after it is made
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"widths": (2,)}, "widths must be a sequence of at least two positive integers"),
+        ({"likelihood": "poisson"}, "unknown likelihood 'poisson'; choose one of gaussian"),
+        ({"activation": "swish"}, "unknown activation 'swish'"),
+        ({"prior_scale": 0.0}, "prior_scale must be a positive number, got 0.0"),
+        ({"noise_scale": -1.0}, "noise_scale must be a positive number, got -1.0"),
+    ],
+)
+def test_mlp_spec_rejects_bad_settings(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        models.MLP(**{"widths": (2, 3, 1), **kwargs})
+
+
+def test_neg_log_likelihood_matches_scipy():
+    f, y = np.array([0.2, -0.5, 1.0]), np.array([0.0, -0.1, 1.7])
+    got = models.neg_log_likelihood(f, y, "gaussian", 0.4)
+    assert float(got) == pytest.approx(-stats.norm.logpdf(y, f, 0.4).sum(), rel=1e-6)
+    scales = np.array([0.3, 1.0, 2.0])  # one σ per point, as the heteroscedastic model's σ(x)
+    got = models.neg_log_likelihood(f, y, "gaussian", scales)
+    assert float(got) == pytest.approx(-stats.norm.logpdf(y, f, scales).sum(), rel=1e-6)
+    logits, labels = np.array([[1.0, 0.0, -1.0], [0.5, 0.5, 2.0]]), np.array([0, 2])
+    logp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    got = models.neg_log_likelihood(logits, labels, "categorical")
+    assert float(got) == pytest.approx(-(logp[0, 0] + logp[1, 2]), rel=1e-6)

@@ -11,7 +11,7 @@ import numpyro
 import pytest
 from numpyro.infer import TraceMeanField_ELBO
 
-from bnn_posteriors import nets
+from bnn_posteriors import models, nets
 from bnn_posteriors.inference import mean_field_family as mf
 from bnn_posteriors.inference import permutations, vi
 from bnn_posteriors.inference import symmetrised as sym
@@ -134,8 +134,8 @@ def test_mi_term_exact_and_infonce():
 def test_symmetrised_elbo_is_the_mean_field_elbo_minus_lambda_i():
     x, y = toy_data()
     q = make_q(spread=0.8, scale=0.4)
-    model = mf.mlp_model("gaussian")
-    kwargs = mf.mlp_model_kwargs(x, y, widths=WIDTHS, noise_scale=0.3)
+    spec = models.MLP(WIDTHS, noise_scale=0.3)
+    model, kwargs = spec.model, spec.kwargs(x, y)
     guide = vi.mean_field_guide(model, init_loc=nets.sites(q["loc"]), scale_transform="exp")
     numpyro.handlers.seed(guide, rng_seed=0)(**kwargs)  # build the prototype before the ELBOs
     params, key = mf.to_guide_params(q), jax.random.key(7)

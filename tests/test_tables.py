@@ -28,3 +28,9 @@ def test_number_and_pm():
     assert tables.number(0.12345, ".3g") == "0.123"
     assert tables.pm((1.0, 0.25, 3)) == "1.000 ± 0.250"
     assert tables.pm((1.0, float("nan"), 1)) == "1.000"
+
+
+def test_number_list():
+    assert tables.number_list([0.12345, -1.0], "+.2f") == "+0.12, -1.00"
+    assert tables.number_list([1.0, float("nan")]) == "1.000, —"
+    assert tables.number_list([]) == ""

@@ -107,7 +107,8 @@ def test_check_xy_features_targets_and_labels():
         validate.check_xy(x, labels.astype(float), where="f", likelihood="categorical")
     with pytest.raises(ValueError, match="f: class labels y must be integers ≥ 0, got -1"):
         validate.check_xy(x, labels - 1, where="f", likelihood="categorical")
-    with pytest.raises(ValueError, match="likelihood must be one of"):
+    message = "f: unknown likelihood 'poisson'; choose one of gaussian, categorical"
+    with pytest.raises(ValueError, match=message):
         validate.check_xy(x, labels, where="f", likelihood="poisson")
 
 

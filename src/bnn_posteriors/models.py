@@ -7,6 +7,7 @@ NUTS and MFVI both consume these functions: NUTS through their log joint
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -15,7 +16,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from . import nets
-from .validate import positive, positive_array
+from .validate import check_likelihood, positive, positive_array
 
 
 def narrow_network(
@@ -107,6 +108,39 @@ def regression_widths(widths: Sequence[int], heteroscedastic: bool = False) -> t
     return widths
 
 
+def neg_log_likelihood(outputs, y, likelihood: str, noise_scale=1.0):
+    """−log p(y | f) summed over points: the likelihoods of :func:`mlp_regression` and
+    :func:`mlp_classification` on network outputs ``f``, for methods that train or evaluate
+    on the likelihood alone (MAP, Laplace, ensembles, MetricBNN).
+
+    ``"gaussian"``: Σ −log N(y; f, σ²) with σ = ``noise_scale``, a number or one per point
+    (the heteroscedastic model's σ(x)); ``outputs`` and ``y`` of one shape. ``"categorical"``:
+    Σ −log softmax(f)_y, ``outputs`` (n, C) logits and ``y`` (n,) integer labels.
+    """
+    if likelihood == "gaussian":
+        r = (y - outputs) / noise_scale
+        return jnp.sum(0.5 * r**2 + jnp.log(noise_scale) + 0.5 * jnp.log(2 * jnp.pi))
+    logp = jax.nn.log_softmax(outputs, axis=-1)
+    return -jnp.sum(jnp.take_along_axis(logp, y[:, None], axis=-1))
+
+
+def check_noise(noise_scale, heteroscedastic: bool) -> None:
+    """A heteroscedastic model learns σ(x), so it takes no ``noise_scale``."""
+    if heteroscedastic and noise_scale is not None:
+        raise ValueError(
+            f"heteroscedastic regression learns its noise scale σ(x): noise_scale must be None, "
+            f"got {noise_scale!r}"
+        )
+
+
+def classification_widths(widths: Sequence[int]) -> tuple:
+    """Checked ``widths`` of a classifier, as a tuple: at least two outputs (classes)."""
+    widths = nets.check_widths(widths)
+    if widths[-1] < 2:
+        raise ValueError(f"classification needs at least two outputs, got widths {widths}")
+    return widths
+
+
 def mlp_regression(
     x,
     y=None,
@@ -136,11 +170,7 @@ def mlp_regression(
     ``scale`` (n,).
     """
     widths = regression_widths(widths, heteroscedastic)
-    if heteroscedastic and noise_scale is not None:
-        raise ValueError(
-            f"heteroscedastic regression learns its noise scale σ(x): noise_scale must be None, "
-            f"got {noise_scale!r}"
-        )
+    check_noise(noise_scale, heteroscedastic)
     prior_scale = positive("prior_scale", prior_scale)
     params = mlp_prior(widths, prior_scale, bias)
     if heteroscedastic:
@@ -178,9 +208,7 @@ def mlp_classification(
     ``subsample_size`` the likelihood sees a random minibatch per call, rescaled by
     n / subsample_size (``numpyro.plate`` subsampling), as in Bayes by Backprop.
     """
-    widths = nets.check_widths(widths)
-    if widths[-1] < 2:
-        raise ValueError(f"classification needs at least two outputs, got widths {widths}")
+    widths = classification_widths(widths)
     prior_scale = positive("prior_scale", prior_scale)
     params = mlp_prior(widths, prior_scale, bias)
     x = jnp.asarray(x)
@@ -190,3 +218,60 @@ def mlp_classification(
     with numpyro.plate("data", n, subsample_size=subsample_size) as idx:
         logits = nets.mlp_apply(params, x[idx], activation, output_scale)
         numpyro.sample("y", dist.Categorical(logits=logits), obs=None if y is None else y[idx])
+
+
+@dataclass(frozen=True)
+class MLP:
+    """The specification of a Bayesian MLP: one frozen, hashable value for every method.
+
+    ``widths`` (d_in, hidden..., d_out), ``likelihood`` "gaussian" (:func:`mlp_regression`)
+    or "categorical" (:func:`mlp_classification`), the hidden ``activation``, ``bias``,
+    the prior's ``prior_scale``, the Gaussian likelihood's ``noise_scale`` (None: log σ ~
+    N(0, 1) sampled; ignored by the categorical one), ``output_scale`` and, Gaussian only,
+    ``heteroscedastic`` (two outputs, σ(x) learned: no ``noise_scale``). Checked when
+    made; :attr:`model` is the NumPyro model and :meth:`kwargs` its keyword arguments, so
+    ``numpyro.infer.util.log_density(spec.model, (), spec.kwargs(x, y), sites)`` is the
+    log joint. Hashable, so a spec can be a static argument of a jitted function.
+    """
+
+    widths: tuple[int, ...]
+    likelihood: str = "gaussian"
+    activation: str = "relu"
+    bias: bool = True
+    prior_scale: float = 1.0
+    noise_scale: float | None = None
+    output_scale: float = 1.0
+    heteroscedastic: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "widths", nets.check_widths(self.widths))
+        check_likelihood(self.likelihood)
+        nets.activation(self.activation)
+        object.__setattr__(self, "prior_scale", positive("prior_scale", self.prior_scale))
+        object.__setattr__(self, "output_scale", positive("output_scale", self.output_scale))
+        if self.likelihood == "categorical":
+            classification_widths(self.widths)
+            if self.heteroscedastic:
+                raise ValueError("heteroscedastic needs the gaussian likelihood")
+            return
+        regression_widths(self.widths, self.heteroscedastic)
+        check_noise(self.noise_scale, self.heteroscedastic)
+        if self.noise_scale is not None:
+            object.__setattr__(self, "noise_scale", positive("noise_scale", self.noise_scale))
+
+    @property
+    def model(self):
+        """The NumPyro model of this likelihood."""
+        return mlp_regression if self.likelihood == "gaussian" else mlp_classification
+
+    def kwargs(self, x, y=None) -> dict:
+        """Keyword arguments of :attr:`model` for data ``x`` (n, d_in) and ``y`` (n,)."""
+        kwargs = dict(
+            x=x, y=y, widths=self.widths, activation=self.activation, bias=self.bias,
+            prior_scale=self.prior_scale, output_scale=self.output_scale,
+        )  # fmt: skip
+        if self.likelihood == "gaussian":
+            kwargs["noise_scale"] = self.noise_scale
+        if self.heteroscedastic:
+            kwargs["heteroscedastic"] = True
+        return kwargs

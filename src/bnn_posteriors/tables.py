@@ -51,6 +51,11 @@ def number(x, fmt: str = ".3f") -> str:
     return format(x, fmt)
 
 
+def number_list(values: Iterable, fmt: str = ".3f") -> str:
+    """The numbers ``values`` formatted with ``fmt`` (:func:`number`), joined by ", "."""
+    return ", ".join(number(v, fmt) for v in values)
+
+
 def pm(value, fmt: str = ".3f") -> str:
     """'mean ± sd' of a (mean, sd, ...) tuple; the mean alone where the sd is NaN (one split)."""
     mean, sd = value[0], value[1]

@@ -16,13 +16,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-CATEGORICAL = ("categorical",)
-GAUSSIAN = ("gaussian",)
+LIKELIHOODS = ("gaussian", "categorical")  # of every model and method
 _SHAPES = {1: "(n,)", 2: "(n, d)"}
 
 
 def _pre(where: str | None) -> str:
     return f"{where}: " if where else ""
+
+
+def check_likelihood(likelihood, *, where: str | None = None) -> str:
+    """``likelihood`` if it is one of :data:`LIKELIHOODS`; a ``ValueError`` naming them if not."""
+    if likelihood not in LIKELIHOODS:
+        choices = ", ".join(LIKELIHOODS)
+        raise ValueError(f"{_pre(where)}unknown likelihood {likelihood!r}; choose one of {choices}")
+    return likelihood
 
 
 def _traced(value) -> bool:
@@ -124,10 +131,10 @@ def check_xy(
     cast to ``dtype`` if given (class labels keep their integer dtype).
     """
     pre = _pre(where)
-    if likelihood not in (None, *CATEGORICAL, *GAUSSIAN):
-        raise ValueError(f"{pre}likelihood must be one of {CATEGORICAL + GAUSSIAN}")
+    if likelihood is not None:
+        check_likelihood(likelihood, where=where)
     x = check_x(x, where=where, n_features=n_features, ndim=ndim, dtype=dtype)
-    y, labels = _array(y), likelihood in CATEGORICAL
+    y, labels = _array(y), likelihood == "categorical"
     if labels:
         _labels(y, pre)
     else:

@@ -49,7 +49,7 @@ def gaussian_nll(
         mean, scale = models.heteroscedastic_outputs(out)
     else:
         mean, scale = out[:, 0], noise_scale
-    return jnp.mean(0.5 * ((y - mean) / scale) ** 2 + jnp.log(scale) + 0.5 * jnp.log(2 * jnp.pi))
+    return models.neg_log_likelihood(mean, y, "gaussian", scale) / y.shape[0]
 
 
 @functools.lru_cache(maxsize=32)

@@ -27,16 +27,10 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from bnn_posteriors import nets, validate
+from bnn_posteriors.models import neg_log_likelihood
 from bnn_posteriors.validate import positive, positive_int
 
-LIKELIHOODS = ("gaussian", "categorical")
 SUBSETS = ("full", "last_layer")
-
-
-def check_likelihood(likelihood: str) -> str:
-    if likelihood not in LIKELIHOODS:
-        raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
-    return likelihood
 
 
 def check_data(x, y, likelihood: str, where: str):
@@ -53,15 +47,6 @@ def mlp_features(params: list[dict], x, activation_name: str = "relu"):
     for layer in params[:-1]:
         h = phi(h @ layer["W"] + layer["b"] if "b" in layer else h @ layer["W"])
     return h
-
-
-def neg_log_likelihood(outputs, y, likelihood: str, noise_scale: float = 1.0):
-    """−log p(y | f) summed over points: Gaussian N(y; f, σ²) or categorical softmax(f)."""
-    if likelihood == "gaussian":
-        r = (y - outputs) / noise_scale
-        return 0.5 * jnp.sum(r**2) + y.size * (jnp.log(noise_scale) + 0.5 * jnp.log(2 * jnp.pi))
-    logp = jax.nn.log_softmax(outputs, axis=-1)
-    return -jnp.sum(jnp.take_along_axis(logp, y[:, None], axis=-1))
 
 
 def _output_hessian(outputs, likelihood: str, noise_scale: float):
@@ -92,7 +77,7 @@ def ggn_matrix(model_fn, theta, x, *, likelihood: str, noise_scale: float = 1.0,
     (:func:`_output_hessian`). Equals the Hessian of the NLL where the network is linear in θ
     (regression). Computed in chunks of ``chunk`` points. Returns (P, P).
     """
-    check_likelihood(likelihood)
+    validate.check_likelihood(likelihood)
     noise_scale = positive("noise_scale", noise_scale)
     theta = jnp.asarray(theta)
     x = jnp.asarray(x)
@@ -224,7 +209,7 @@ def laplace(
     gives the last layer's inputs and only ``params[-1]`` (W, b) is random.
     ``prior_precision`` is δ of N(0, I/δ).
     """
-    check_likelihood(likelihood)
+    validate.check_likelihood(likelihood)
     if subset not in SUBSETS:
         raise ValueError(f"subset must be one of {SUBSETS}, got {subset!r}")
     noise_scale = positive("noise_scale", noise_scale, where="laplace")

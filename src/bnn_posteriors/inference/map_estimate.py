@@ -1,7 +1,7 @@
 """The MAP estimate that Laplace approximations and MetricBNN start from ([MBNN] eq. 1).
 
 :func:`regularised_loss` is L(θ) = −log p(D | θ) + (δ/2)‖θ‖², the negative log joint
-under a N(0, I/δ) prior with the likelihood of :func:`.laplace.neg_log_likelihood`;
+under a N(0, I/δ) prior with the likelihood of :func:`.models.neg_log_likelihood`;
 :func:`train_map` minimises L(θ)/n by full-batch AdamW in :func:`.optim.minimise`.
 """
 
@@ -15,9 +15,10 @@ import jax.numpy as jnp
 import optax
 from jax.flatten_util import ravel_pytree
 
-from bnn_posteriors import nets
+from bnn_posteriors import nets, validate
 from bnn_posteriors.inference import optim
-from bnn_posteriors.inference.laplace import check_data, check_likelihood, neg_log_likelihood
+from bnn_posteriors.inference.laplace import check_data
+from bnn_posteriors.models import neg_log_likelihood
 from bnn_posteriors.validate import positive, positive_int
 
 
@@ -48,7 +49,7 @@ def train_map(
 
     ``weight_decay`` is AdamW's decoupled decay, on top of the prior's (δ/2)‖θ‖².
     """
-    check_likelihood(likelihood)
+    validate.check_likelihood(likelihood)
     noise_scale = positive("noise_scale", noise_scale, where="train_map")
     delta = positive("prior_precision", prior_precision, where="train_map")
     x, y = check_data(x, y, likelihood, "train_map")

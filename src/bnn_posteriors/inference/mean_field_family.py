@@ -21,7 +21,6 @@ from numpyro.infer.util import log_density
 from .. import models, nets, theory
 from ..validate import positive_int
 
-LIKELIHOODS = ("gaussian", "categorical")
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
@@ -122,42 +121,12 @@ def unit_kl(q: dict, prior_scale: float = 1.0) -> jax.Array:
 # --------------------------------------------------------------------------- the model
 
 
-def mlp_model(likelihood: str):
-    """The NumPyro MLP model of ``likelihood``: Gaussian regression or categorical."""
-    if likelihood == "gaussian":
-        return models.mlp_regression
-    if likelihood == "categorical":
-        return models.mlp_classification
-    raise ValueError(f"unknown likelihood {likelihood!r}; choose one of {', '.join(LIKELIHOODS)}")
-
-
-def mlp_model_kwargs(
-    x,
-    y,
-    *,
-    widths,
-    likelihood: str = "gaussian",
-    prior_scale: float = 1.0,
-    noise_scale: float = 1.0,
-    activation: str = "relu",
-    bias: bool = True,
-) -> dict:
-    """Keyword arguments of :func:`mlp_model` (``noise_scale`` is the Gaussian likelihood's σ)."""
-    kwargs = dict(x=x, y=y, widths=tuple(widths), activation=activation, bias=bias)
-    kwargs["prior_scale"] = prior_scale
-    if likelihood == "gaussian":
-        kwargs["noise_scale"] = noise_scale
-    return kwargs
-
-
 def _model_trace(params, x, y, likelihood, prior_scale, noise_scale, activation):
     """log p(y, ω | x) and the model's trace at ω = ``params`` (an MLP parameter list)."""
     widths = (params[0]["W"].shape[0], *(layer["W"].shape[1] for layer in params))
-    kwargs = mlp_model_kwargs(
-        x, y, widths=widths, likelihood=likelihood, prior_scale=prior_scale,
-        noise_scale=noise_scale, activation=activation, bias="b" in params[0],
-    )  # fmt: skip
-    return log_density(mlp_model(likelihood), (), kwargs, nets.sites(params))
+    spec = models.MLP(widths, likelihood, activation, bias="b" in params[0],
+                      prior_scale=prior_scale, noise_scale=noise_scale)  # fmt: skip
+    return log_density(spec.model, (), spec.kwargs(x, y), nets.sites(params))
 
 
 def log_joint(
@@ -170,7 +139,7 @@ def log_joint(
     noise_scale: float = 1.0,
     activation: str = "relu",
 ) -> jax.Array:
-    """log p(y, ω | x) of :func:`mlp_model` at one ω (an MLP parameter list), any depth."""
+    """log p(y, ω | x) of the model (:class:`.models.MLP`) at one ω (an MLP parameter list)."""
     return _model_trace(params, x, y, likelihood, prior_scale, noise_scale, activation)[0]
 
 

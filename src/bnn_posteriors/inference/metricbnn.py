@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from bnn_posteriors import nets, validate
+from bnn_posteriors import models, nets, validate
 from bnn_posteriors.inference import optim
 from bnn_posteriors.validate import non_negative, positive, positive_int
 
@@ -342,8 +342,7 @@ def refinement_loss(unravel, apply_fn, x, y, *, likelihood: str, noise_scale=1.0
     classification: (1/n)Σ −log softmax(f)_y + (δ/2n)‖θ‖² (= L/n). ``regularised=False``
     drops the prior term (the training loss of C6.1). ``y``: (n, C) targets or (n,) labels.
     """
-    if likelihood not in ("gaussian", "categorical"):
-        raise ValueError(f"likelihood must be 'gaussian' or 'categorical', got {likelihood!r}")
+    validate.check_likelihood(likelihood, where="refinement_loss")
     x, y = jnp.asarray(x), jnp.asarray(y)
     n = x.shape[0]
     weight = prior_precision * (noise_scale**2 if likelihood == "gaussian" else 0.5) / n
@@ -354,7 +353,7 @@ def refinement_loss(unravel, apply_fn, x, y, *, likelihood: str, noise_scale=1.0
         if likelihood == "gaussian":
             data = jnp.mean((y - f) ** 2)
         else:
-            data = -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(f), y[:, None], axis=1))
+            data = models.neg_log_likelihood(f, y, "categorical") / n
         return data + weight * jnp.sum(theta**2)
 
     return loss

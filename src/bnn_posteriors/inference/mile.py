@@ -61,29 +61,6 @@ from bnn_posteriors.validate import positive, positive_int
 CACHE_VERSION = "mile-2"
 
 
-def model_kwargs(
-    x,
-    y,
-    widths: Sequence[int],
-    prior_scale=1.0,
-    activation: str = "relu",
-    heteroscedastic: bool = False,
-) -> dict:
-    """Keyword arguments of :func:`bnn_posteriors.models.mlp_regression` with log σ sampled,
-    or of its heteroscedastic two-output model (key ``heteroscedastic``, only then present)."""
-    kwargs = {
-        "x": x,
-        "y": y,
-        "widths": tuple(widths),
-        "activation": activation,
-        "prior_scale": prior_scale,
-        "noise_scale": None,
-    }
-    if heteroscedastic:
-        kwargs["heteroscedastic"] = True
-    return kwargs
-
-
 def log_density(
     position: dict,
     x,
@@ -102,8 +79,9 @@ def log_density(
     ``heteroscedastic``: the two-output model, y_i ~ N(f_0(x_i), σ(x_i)²) with σ(x) =
     clip(exp f_1(x), 1e-6, 1e6); no ``log_sigma`` site.
     """
-    kwargs = model_kwargs(x, y, widths, prior_scale, activation, heteroscedastic)
-    return -potential_energy(models.mlp_regression, (), kwargs, position)
+    spec = models.MLP(widths, activation=activation, prior_scale=prior_scale,
+                      heteroscedastic=heteroscedastic)  # fmt: skip
+    return -potential_energy(spec.model, (), spec.kwargs(x, y), position)
 
 
 def warm_start_positions(params: list[dict], log_sigma=None, heteroscedastic: bool = False) -> dict:
@@ -390,10 +368,12 @@ def run_nuts_bde(
     widths = nets.check_widths(widths)
     x, y = check_xy(x_train, y_train, "nuts_bde", widths[0])
     n_chains = warm_starts["W0" if heteroscedastic else "log_sigma"].shape[0]
+    spec = models.MLP(widths, activation=activation, prior_scale=float(prior_scale),
+                      heteroscedastic=heteroscedastic)  # fmt: skip
     return mcmc.nuts(
         rng_key,
-        models.mlp_regression,
-        model_kwargs(x, y, widths, float(prior_scale), activation, heteroscedastic),
+        spec.model,
+        spec.kwargs(x, y),
         num_chains=n_chains,
         num_warmup=num_warmup,
         num_samples=num_samples,

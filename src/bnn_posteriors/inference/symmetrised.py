@@ -32,18 +32,16 @@ from jax.scipy.special import logsumexp
 from numpyro.infer import TraceMeanField_ELBO
 
 from .. import nets, validate
+from ..models import MLP
 from ..validate import positive_int
 from . import vi
 from .mean_field_family import (
     HALF_LOG_2PI,
-    LIKELIHOODS,
     _check_q,
     from_guide_params,
     init_mean_field,
     log_joint,
     log_q,
-    mlp_model,
-    mlp_model_kwargs,
     sample_mean_field,
     to_guide_params,
 )
@@ -264,26 +262,24 @@ class SymmetrisedELBO(TraceMeanField_ELBO):
 @functools.partial(
     jax.jit,
     static_argnames=("num_steps", "learning_rate", "num_particles", "num_perms", "init_scale",
-                     "model_settings"),
+                     "spec"),
 )  # fmt: skip
 def _fit(
     rng_key, x, y, mi_weight, *, num_steps, learning_rate, num_particles, num_perms, init_scale,
-    model_settings,
+    spec,
 ):  # fmt: skip
-    """One run: q by layer (log sds) and the losses (num_steps,)."""
-    settings = dict(model_settings)
-    likelihood = settings.pop("likelihood")
+    """One run of the model ``spec`` (:class:`.models.MLP`): q by layer (log sds) and the
+    losses (num_steps,)."""
     k_init, k_steps = jax.random.split(rng_key)
-    start = init_mean_field(k_init, settings["widths"], init_scale=init_scale)
-    model = mlp_model(likelihood)
+    start = init_mean_field(k_init, spec.widths, init_scale=init_scale)
     guide = vi.mean_field_guide(
-        model, init_loc=nets.sites(start["loc"]), init_scale=init_scale, scale_transform="exp"
+        spec.model, init_loc=nets.sites(start["loc"]), init_scale=init_scale, scale_transform="exp"
     )
     params, losses = vi.svi_steps(
         k_steps,
-        model,
+        spec.model,
         guide,
-        mlp_model_kwargs(x, y, likelihood=likelihood, **settings),
+        spec.kwargs(x, y),
         num_steps=num_steps,
         learning_rate=learning_rate,
         schedule="cosine",
@@ -325,8 +321,7 @@ def fit_mean_field(
     widths = nets.check_widths(widths)
     if len(widths) != 3:
         raise ValueError(f"symmetrised MFVI needs one hidden layer, got widths {widths}")
-    if likelihood not in LIKELIHOODS:
-        raise ValueError(f"unknown likelihood {likelihood!r}; choose one of {LIKELIHOODS}")
+    validate.check_likelihood(likelihood, where=where)
     for name, v in (("num_steps", num_steps), ("num_particles", num_particles)):
         positive_int(name, v, where=where)
     if num_perms is None:
@@ -348,16 +343,15 @@ def fit_mean_field(
         raise ValueError(
             f"rng_keys {rng_keys.shape} and mi_weights {mi_weights.shape} need one row per run"
         )
-    model_settings = (("likelihood", likelihood), ("widths", widths), ("activation", activation),
-                      ("prior_scale", float(prior_scale)),
-                      ("noise_scale", float(noise_scale)))  # fmt: skip
+    spec = MLP(widths, likelihood, activation, prior_scale=float(prior_scale),
+               noise_scale=float(noise_scale))  # fmt: skip
     settings = dict(
         num_steps=num_steps,
         learning_rate=float(learning_rate),
         num_particles=num_particles,
         num_perms=num_perms,
         init_scale=float(init_scale),
-        model_settings=model_settings,
+        spec=spec,
     )
     return jax.vmap(lambda k, lam: _fit(k, x, y, lam, **settings))(rng_keys, mi_weights)
 

@@ -30,7 +30,6 @@ from ..validate import positive, positive_array, positive_int
 from . import vi
 
 SITES = ("W0", "W1")
-LIKELIHOODS = ("gaussian", "categorical")
 
 
 # --------------------------------------------------------------------------- inputs
@@ -76,27 +75,20 @@ def model(
     (:func:`models.mlp_classification`, with optional minibatches ``subsample_size``).
     """
     width = positive_int("width", width)
-    if likelihood not in LIKELIHOODS:
-        raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
-    scale = 1.0 / width if output_scale is None else output_scale
     x = jnp.asarray(x)
     if x.ndim != 2:
         raise ValueError(f"x must have shape (n, d), got {x.shape}")
-    widths = (int(x.shape[1]), width, positive_int("n_out", n_out))
-    if likelihood == "gaussian":
-        if n_out != 1:
-            raise ValueError(f"the gaussian likelihood has one output, got n_out={n_out}")
-        if subsample_size is not None:
+    spec = models.MLP(
+        (int(x.shape[1]), width, positive_int("n_out", n_out)), likelihood, activation,
+        bias=False, prior_scale=prior_scale, noise_scale=noise_scale,
+        output_scale=1.0 / width if output_scale is None else output_scale,
+    )  # fmt: skip
+    kwargs = spec.kwargs(x, y)
+    if subsample_size is not None:
+        if likelihood != "categorical":
             raise ValueError("subsample_size is only supported for the categorical likelihood")
-        models.mlp_regression(
-            x, y, widths=widths, activation=activation, prior_scale=prior_scale,
-            noise_scale=noise_scale, output_scale=scale, bias=False,
-        )  # fmt: skip
-    else:
-        models.mlp_classification(
-            x, y, widths=widths, activation=activation, prior_scale=prior_scale,
-            output_scale=scale, bias=False, subsample_size=subsample_size,
-        )  # fmt: skip
+        kwargs["subsample_size"] = subsample_size
+    spec.model(**kwargs)
 
 
 def init_params(

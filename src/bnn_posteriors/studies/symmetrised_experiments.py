@@ -21,12 +21,10 @@ import numpy as np
 import numpyro
 from numpyro.infer import TraceMeanField_ELBO
 
-from .. import cache, metrics, nets, validate
+from .. import cache, metrics, models, nets, validate
 from ..inference import permutations, vi
 from ..inference.mean_field_family import (
     log_joint,
-    mlp_model,
-    mlp_model_kwargs,
     predictive_outputs,
     to_guide_params,
 )
@@ -127,8 +125,8 @@ def evaluate(
 ) -> dict:
     """ELBO(q), I (exact, or Î_K with K = ``num_perms``) and the predictive on ``x_test``.
 
-    ``elbo``: NumPyro's ``TraceMeanField_ELBO`` of q as the guide of :func:`mlp_model`
-    (closed-form KL, ``num_samples`` draws for the expected log-likelihood);
+    ``elbo``: NumPyro's ``TraceMeanField_ELBO`` of q as the guide of the model
+    (:class:`.models.MLP`; closed-form KL, ``num_samples`` draws for the expected log-likelihood);
     ELBO(q_G) = ``elbo`` + ``mi`` (a lower bound when Î_K is used). ``predictive``:
     the Monte-Carlo predictive mean of the outputs (Gaussian: means (n_test,)) or of the
     class probabilities (categorical: (n_test, C)), and ``outputs`` the draws themselves
@@ -140,11 +138,9 @@ def evaluate(
         y = y.astype(jnp.int32)
     k_w, k_mi, k_f = jax.random.split(rng_key, 3)
     widths = (q["loc"][0]["W"].shape[0], *(layer["W"].shape[1] for layer in q["loc"]))
-    model = mlp_model(likelihood)
-    kwargs = mlp_model_kwargs(
-        x, y, widths=widths, likelihood=likelihood, prior_scale=prior_scale,
-        noise_scale=noise_scale, activation=activation,
-    )  # fmt: skip
+    spec = models.MLP(widths, likelihood, activation, prior_scale=prior_scale,
+                      noise_scale=noise_scale)  # fmt: skip
+    model, kwargs = spec.model, spec.kwargs(x, y)
     guide = vi.mean_field_guide(model, init_loc=nets.sites(q["loc"]), scale_transform="exp")
     numpyro.handlers.seed(guide, rng_seed=0)(**kwargs)  # the prototype: draws depend on k_w alone
     elbo = -TraceMeanField_ELBO(num_particles=num_samples).loss(
