@@ -307,3 +307,13 @@ def test_neg_log_likelihood_matches_scipy():
     logp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
     got = models.neg_log_likelihood(logits, labels, "categorical")
     assert float(got) == pytest.approx(-(logp[0, 0] + logp[1, 2]), rel=1e-6)
+
+
+def test_width_and_noise_checks():
+    assert models.classification_widths([4, 8, 3]) == (4, 8, 3)
+    with pytest.raises(ValueError, match="classification needs at least two outputs"):
+        models.classification_widths((4, 8, 1))
+    models.check_noise(0.3, heteroscedastic=False)
+    models.check_noise(None, heteroscedastic=True)
+    with pytest.raises(ValueError, match="noise_scale must be None, got 0.3"):
+        models.check_noise(0.3, heteroscedastic=True)

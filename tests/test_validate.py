@@ -222,3 +222,10 @@ def test_run_bde_rejects_bad_data():
         mile.run_bde(KEY, x, y, {}, widths=(2, 4, 1))
     with pytest.raises(ValueError, match="run_bde: y contains 1 NaN values"):
         mile.run_bde(KEY, x, np.r_[y[:3], np.nan], {}, widths=(3, 4, 1))
+
+
+def test_check_likelihood():
+    checked = [validate.check_likelihood(k) for k in validate.LIKELIHOODS]
+    assert checked == ["gaussian", "categorical"]
+    with pytest.raises(ValueError, match="^g: unknown likelihood 'regression'; choose one of"):
+        validate.check_likelihood("regression", where="g")
