@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
+from numpyro.infer.util import potential_energy
 
 from bnn_posteriors import models, nets
 from bnn_posteriors.inference import laplace as la
@@ -101,6 +102,30 @@ def test_linear_model_is_conjugate_bayesian_regression(x64):
         )  # fmt: skip
     )(params)
     assert max(float(jnp.max(jnp.abs(g))) for g in jax.tree_util.tree_leaves(grad)) < 1e-8
+
+
+@pytest.mark.parametrize(
+    "likelihood, widths", [("gaussian", (3, 4, 1)), ("categorical", (3, 4, 3))]
+)
+def test_regularised_loss_is_the_models_negative_log_joint(x64, likelihood, widths):
+    """MAP's loss with δ = 1/prior_scale² is the MLP model's potential energy (its negative
+    log joint) less the prior's normalising constant P·log(prior_scale·√(2π)), at every θ."""
+    spec = models.MLP(widths, likelihood=likelihood, prior_scale=0.7, noise_scale=0.3)
+    rng = np.random.default_rng(3)
+    x = jnp.asarray(rng.normal(size=(9, 3)))
+    y = jnp.asarray(rng.normal(size=9) if likelihood == "gaussian" else rng.integers(0, 3, 9))
+    y_map = y[:, None] if likelihood == "gaussian" else y  # MAP sees the outputs' shape
+    for seed in range(3):
+        params = nets.mlp_init(jax.random.PRNGKey(seed), widths, 2.0)
+        sites = {f"{k}{i}": layer[k] for i, layer in enumerate(params) for k in layer}
+        energy = potential_energy(spec.model, (), spec.kwargs(x, y), sites)
+        loss = map_estimate.regularised_loss(
+            params, x, y_map, apply_fn=nets.mlp_apply, likelihood=likelihood,
+            noise_scale=spec.noise_scale, prior_precision=1 / spec.prior_scale**2,
+        )  # fmt: skip
+        size = ravel_pytree(params)[0].size
+        constant = size * np.log(spec.prior_scale * np.sqrt(2 * np.pi))
+        np.testing.assert_allclose(float(energy - loss), constant, rtol=1e-10)
 
 
 def test_linearised_variance_brute_force(x64):

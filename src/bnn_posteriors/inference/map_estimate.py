@@ -1,7 +1,10 @@
 """The MAP estimate that Laplace approximations and MetricBNN start from ([MBNN] eq. 1).
 
 :func:`regularised_loss` is L(θ) = −log p(D | θ) + (δ/2)‖θ‖², the negative log joint
-under a N(0, I/δ) prior with the likelihood of :func:`.models.neg_log_likelihood`;
+under a N(0, I/δ) prior with the likelihood of :func:`.models.neg_log_likelihood`: for an
+MLP it is the potential energy of :class:`.models.MLP`'s model with prior_scale = δ^(−1/2)
+less the prior's constant P·log(prior_scale·√(2π)). It takes any ``apply_fn`` (MetricBNN's
+CNN has no NumPyro model);
 :func:`train_map` minimises L(θ)/n by full-batch AdamW in :func:`.optim.minimise`.
 """
 
