@@ -68,7 +68,7 @@ def test_snelson_repeat_is_the_pipeline_then_the_metrics():
     loss = metricbnn.refinement_loss(problem.unravel, RELU, problem.x, problem.y,
                                      likelihood="gaussian", noise_scale=0.3)  # fmt: skip
     settings = dict(widths=widths, prior_precision=1.0, map_steps=50, map_learning_rate=1e-2)
-    out = mbx.snelson_repeat(KEY, problem, loss_fn=loss, walk_fn=WALK, num_samples=16,
+    out = mbx.snelson_repeat(KEY, problem, walk_fn=WALK, num_samples=16,
                              refine_learning_rate=1e-3, **settings)  # fmt: skip
     assert set(out) == {"gap NLL: Gaussian - latent", "mean loss ratio - 1",
                         "max loss ratio - 1", "projected solutions: mean loss ratio - 1",
@@ -87,6 +87,34 @@ def test_snelson_repeat_is_the_pipeline_then_the_metrics():
     walk, latent, _ = WALK(k_walk, loss, th, learning_rate=lr)
     by_hand = mbx.latent_posterior_metrics(k_metrics, th, walk, latent, problem, num_samples=16)
     assert by_hand == out
+
+
+def test_snelson_repeats_fold_in_the_index_and_resume_from_the_cache(tmp_path, monkeypatch):
+    problem, widths = snelson_like()
+    settings = dict(walk_fn=WALK, widths=widths, prior_precision=1.0, map_steps=20,
+                    map_learning_rate=1e-2, refine_learning_rate=1e-3, num_samples=8)  # fmt: skip
+    plain = mbx.snelson_repeats(KEY, problem, [2, 5], **settings)
+    assert plain == [mbx.snelson_repeat(jax.random.fold_in(KEY, r), problem, **settings)
+                     for r in (2, 5)]  # fmt: skip
+    cached = mbx.snelson_repeats(KEY, problem, [2, 5], cache_dir=tmp_path, **settings)
+    np.testing.assert_allclose([list(m.values()) for m in cached],
+                               [list(m.values()) for m in plain], rtol=1e-6)  # fmt: skip
+    assert len(list((tmp_path / "mbnn-snelson-repeat").glob("*.npz"))) == 2
+    # a second run reads every repeat from disk: nothing is computed
+    monkeypatch.setattr(mbx, "snelson_repeat", lambda *a, **k: pytest.fail("recomputed"))
+    assert mbx.snelson_repeats(KEY, problem, [2, 5], cache_dir=tmp_path, **settings) == cached
+    # other settings are other units
+    for other in ({"map_steps": 21}, {"walk_fn": partial(WALK, ae_updates=21)}):
+        with pytest.raises(pytest.fail.Exception, match="recomputed"):
+            mbx.snelson_repeats(KEY, problem, [2], cache_dir=tmp_path, **{**settings, **other})
+
+
+def test_function_name_names_a_partial_with_its_arguments():
+    assert mbx._function_name(np.mean) == {"func": "numpy.mean"}
+    named = mbx._function_name(partial(nets.mlp_apply, activation_name="relu"))
+    assert named == {"func": {"func": "bnn_posteriors.nets.mlp_apply"}, "args": [],
+                     "keywords": {"activation_name": "relu"}}  # fmt: skip
+    assert named != mbx._function_name(partial(nets.mlp_apply, activation_name="tanh"))
 
 
 def test_uci_run_table_and_wins(monkeypatch):

@@ -10,6 +10,7 @@ and returns numbers; the chapter decides the claims on them.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from bnn_posteriors import cnn, data, metrics, nets
+from bnn_posteriors import cache, cnn, data, metrics, nets
 from bnn_posteriors.inference import laplace, map_estimate, metricbnn
 from bnn_posteriors.predictive import class_probs, entropy
 
@@ -107,7 +108,6 @@ def snelson_repeat(
     rng_key,
     problem: GapRegression,
     *,
-    loss_fn,
     walk_fn,
     widths: Sequence[int],
     prior_precision: float,
@@ -120,8 +120,9 @@ def snelson_repeat(
 
     ``rng_key`` is split in four: the MAP's initialisation (:func:`nets.mlp_init`, "fan_in"),
     the power iteration of the step size (:func:`metricbnn.stable_learning_rate`), Alg. 1
-    (``walk_fn(key, loss_fn, θ*, learning_rate=η)``) and :func:`latent_posterior_metrics`,
-    whose dict it returns. ``loss_fn``: the refinement loss of eq. 1 on flat θ.
+    (``walk_fn(key, loss, θ*, learning_rate=η)``, with ``loss`` the refinement loss of eq. 1
+    on ``problem`` with ``prior_precision``) and :func:`latent_posterior_metrics`, whose dict
+    it returns.
     """
     k_init, k_curv, k_walk, k_metrics = jax.random.split(rng_key, 4)
     p, _ = map_estimate.train_map(
@@ -130,9 +131,61 @@ def snelson_repeat(
         learning_rate=map_learning_rate,
     )  # fmt: skip
     th = ravel_pytree(p)[0]
-    lr = metricbnn.stable_learning_rate(loss_fn, th, k_curv, refine_learning_rate)
-    walk, ae, _ = walk_fn(k_walk, loss_fn, th, learning_rate=lr)
+    loss = metricbnn.refinement_loss(problem.unravel, problem.apply_fn, problem.x, problem.y,
+                                     likelihood="gaussian", noise_scale=problem.noise_scale,
+                                     prior_precision=prior_precision)  # fmt: skip
+    lr = metricbnn.stable_learning_rate(loss, th, k_curv, refine_learning_rate)
+    walk, ae, _ = walk_fn(k_walk, loss, th, learning_rate=lr)
     return latent_posterior_metrics(k_metrics, th, walk, ae, problem, num_samples=num_samples)
+
+
+SNELSON_VERSION = "snelson-repeat-1"  # bump when a repeat's result can change (cache rule)
+
+
+def _function_name(fn) -> dict:
+    """A cache stand-in for a function: its qualified name and, for a partial, its arguments."""
+    if isinstance(fn, partial):
+        return {"func": _function_name(fn.func), "args": cache.fingerprint(fn.args),
+                "keywords": cache.fingerprint(fn.keywords)}  # fmt: skip
+    return {"func": f"{fn.__module__}.{fn.__qualname__}"}
+
+
+def snelson_repeats(rng_key, problem: GapRegression, repeats: Sequence[int], *, cache_dir=None,
+                    **repeat_kw) -> list[dict]:  # fmt: skip
+    """:func:`snelson_repeat` for each r in ``repeats`` with the key ``fold_in(rng_key, r)``.
+
+    ``repeat_kw``: its settings (``walk_fn`` a partial of
+    :func:`~bnn_posteriors.inference.metricbnn.walk_and_embed`, ``widths``, ...).
+    ``cache_dir`` (a folder, or True for the default of :mod:`bnn_posteriors.cache`): each
+    repeat is a resumable unit, keyed on its key, the problem's data, its network and the
+    settings, so an interrupted run keeps its finished repeats; a progress bar on stderr
+    counts them (only then). Returns the metric dicts in the order of ``repeats``.
+    """
+    from tqdm.auto import tqdm
+
+    directory = None if cache_dir is True else cache_dir
+    problem_parts = dict(x=np.asarray(problem.x), y=np.asarray(problem.y),
+                         x_gap=np.asarray(problem.x_gap), y_gap=np.asarray(problem.y_gap),
+                         noise_scale=float(problem.noise_scale),
+                         apply_fn=_function_name(problem.apply_fn))  # fmt: skip
+    settings = {k: _function_name(v) if callable(v) else v for k, v in repeat_kw.items()}
+    out = []
+    bar = tqdm(list(repeats), desc="Snelson MAPs", unit="MAP", file=sys.stderr,
+               disable=cache_dir is None)  # fmt: skip
+    for r in bar:
+        key = jax.random.fold_in(rng_key, r)
+
+        def compute(key=key):
+            return snelson_repeat(key, problem, **repeat_kw)
+
+        if cache_dir is None:
+            out.append(compute())
+            continue
+        parts = dict(key=cache.key_data(key), problem=problem_parts, settings=settings)
+        unit = cache.cached("mbnn-snelson-repeat", parts, compute, directory,
+                            version=SNELSON_VERSION)  # fmt: skip
+        out.append({k: float(v) for k, v in unit.items()})
+    return out
 
 
 # ----------------------------------------------------------------------------- UCI, Table 1
