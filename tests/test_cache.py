@@ -1,3 +1,5 @@
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -23,6 +25,13 @@ def test_code_version_is_a_stable_hex_digest():
     assert cache.code_version() == cache.code_version()
     assert len(cache.code_version()) == 16
     int(cache.code_version(), 16)
+
+
+def test_function_name_names_a_partial_with_its_arguments():
+    assert cache.function_name(np.mean) == {"func": "numpy.mean"}
+    named = cache.function_name(partial(np.sum, axis=0))
+    assert named == {"func": {"func": "numpy.sum"}, "args": [], "keywords": {"axis": 0}}
+    assert named != cache.function_name(partial(np.sum, axis=1))
 
 
 def test_fingerprint_hashes_arrays_and_keeps_scalars():

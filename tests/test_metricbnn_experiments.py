@@ -109,14 +109,6 @@ def test_snelson_repeats_fold_in_the_index_and_resume_from_the_cache(tmp_path, m
             mbx.snelson_repeats(KEY, problem, [2], cache_dir=tmp_path, **{**settings, **other})
 
 
-def test_function_name_names_a_partial_with_its_arguments():
-    assert mbx._function_name(np.mean) == {"func": "numpy.mean"}
-    named = mbx._function_name(partial(nets.mlp_apply, activation_name="relu"))
-    assert named == {"func": {"func": "bnn_posteriors.nets.mlp_apply"}, "args": [],
-                     "keywords": {"activation_name": "relu"}}  # fmt: skip
-    assert named != mbx._function_name(partial(nets.mlp_apply, activation_name="tanh"))
-
-
 def test_uci_run_table_and_wins(monkeypatch):
     rng = np.random.default_rng(1)
     x = rng.normal(size=(60, 2)).astype(np.float32)

@@ -34,6 +34,7 @@ import re
 import warnings
 from collections.abc import Callable
 from functools import cache as _memoize
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,15 @@ def fingerprint(value: Any) -> Any:
         f"cannot fingerprint a value of type {type(value).__name__}; "
         "use dicts, lists, tuples, arrays and plain scalars"
     )
+
+
+def function_name(fn: Callable) -> dict:
+    """A stand-in for a function in a unit's ``parts``: its qualified name and, for a
+    ``functools.partial``, its arguments (fingerprinted)."""
+    if isinstance(fn, partial):
+        return {"func": function_name(fn.func), "args": fingerprint(fn.args),
+                "keywords": fingerprint(fn.keywords)}  # fmt: skip
+    return {"func": f"{fn.__module__}.{fn.__qualname__}"}
 
 
 def key_data(key) -> np.ndarray:

@@ -142,14 +142,6 @@ def snelson_repeat(
 SNELSON_VERSION = "snelson-repeat-1"  # bump when a repeat's result can change (cache rule)
 
 
-def _function_name(fn) -> dict:
-    """A cache stand-in for a function: its qualified name and, for a partial, its arguments."""
-    if isinstance(fn, partial):
-        return {"func": _function_name(fn.func), "args": cache.fingerprint(fn.args),
-                "keywords": cache.fingerprint(fn.keywords)}  # fmt: skip
-    return {"func": f"{fn.__module__}.{fn.__qualname__}"}
-
-
 def snelson_repeats(rng_key, problem: GapRegression, repeats: Sequence[int], *, cache_dir=None,
                     **repeat_kw) -> list[dict]:  # fmt: skip
     """:func:`snelson_repeat` for each r in ``repeats`` with the key ``fold_in(rng_key, r)``.
@@ -167,8 +159,8 @@ def snelson_repeats(rng_key, problem: GapRegression, repeats: Sequence[int], *, 
     problem_parts = dict(x=np.asarray(problem.x), y=np.asarray(problem.y),
                          x_gap=np.asarray(problem.x_gap), y_gap=np.asarray(problem.y_gap),
                          noise_scale=float(problem.noise_scale),
-                         apply_fn=_function_name(problem.apply_fn))  # fmt: skip
-    settings = {k: _function_name(v) if callable(v) else v for k, v in repeat_kw.items()}
+                         apply_fn=cache.function_name(problem.apply_fn))  # fmt: skip
+    settings = {k: cache.function_name(v) if callable(v) else v for k, v in repeat_kw.items()}
     out = []
     bar = tqdm(list(repeats), desc="Snelson MAPs", unit="MAP", file=sys.stderr,
                disable=cache_dir is None)  # fmt: skip
