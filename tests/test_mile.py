@@ -211,8 +211,13 @@ def test_heteroscedastic_run_bde_samples_and_predicts_scales(tmp_path):
     # the cached, chunked path (one unit per chain) draws the same chains
     cached = mile.run_bde(jax.random.PRNGKey(3), x, y, starts, cache_dir=tmp_path, chunks=2, **kw)
     assert len(list((tmp_path / "mile-sample").glob("*.npz"))) == 3
-    # MCLMC is chaotic and float round-off differs between the programs: compare loosely
-    np.testing.assert_allclose(cached["step_size"], out["step_size"], rtol=0.1)
+    # the same per-chain programs without the cache (progress bar on) give the same chains
+    # bit for bit; the whole-program path above rounds differently, and MCLMC is chaotic,
+    # so 50 tuning steps apart its step sizes differed from these by up to 14 % (CI, jaxlib
+    # 0.10.2): short runs compare the two programs (test_per_chain_prior_scale_...)
+    plain = mile.run_bde(jax.random.PRNGKey(3), x, y, starts, progress=True, chunks=2, **kw)
+    np.testing.assert_array_equal(cached["step_size"], plain["step_size"])
+    np.testing.assert_array_equal(cached["samples"]["W1"], plain["samples"]["W1"])
     again = mile.run_bde(jax.random.PRNGKey(3), x, y, starts, cache_dir=tmp_path, chunks=2, **kw)
     np.testing.assert_array_equal(again["samples"]["W1"], cached["samples"]["W1"])
 
