@@ -1,11 +1,17 @@
-"""Tests of the [SAP] App. D.6 prior-scale unit (``inference.prior_scale_study``)."""
+"""Tests of the [SAP] App. D.6 prior-scale study (``studies.prior_scale_study``)."""
 
+import json
 from types import SimpleNamespace
 
 import jax
 import numpy as np
+import pytest
 
+from bnn_posteriors import cli, profiles
 from bnn_posteriors.studies import prior_scale_study as study
+
+TINY = dict(n_chains=2, split_seed=0, n_max=None, tuning_steps=40, sampling_steps=10,
+            thinning=5, width=4, max_epochs=3, batch_size=8)  # fmt: skip
 
 
 def fake_split(name, seed, n_max=None):
@@ -16,17 +22,72 @@ def fake_split(name, seed, n_max=None):
                            x_test=x[28:], y_test=y[28:])  # fmt: skip
 
 
-def test_rows_and_paired_chain_lppds(monkeypatch):
+def test_a_cell_scores_every_scale_with_paired_chains(monkeypatch):
     monkeypatch.setattr(study.data, "load_split", fake_split)
     grid = (0.5, 1.0)
-    rows, chain_lppd = study.prior_scale_study(
-        jax.random.PRNGKey(0), ("toy",), (1,), grid, n_chains=2, split_seed=0, n_max=None,
-        tuning_steps=40, sampling_steps=10, thinning=5, width=4, max_epochs=3, batch_size=8,
-    )  # fmt: skip
-    assert [(r[0], r[1], r[2]) for r in rows] == [("toy", 1, 0.5), ("toy", 1, 1.0)]
-    assert all(np.isfinite(r[3]) and r[4] > 0 for r in rows)
-    per_chain = np.array(chain_lppd)
-    assert per_chain.shape == (1, 2, len(grid)) and np.all(np.isfinite(per_chain))
+    (cell,) = study.prior_scale_study(0, ("energy",), (1,), grid, **TINY)
+    assert cell["settings"]["grid"] == [0.5, 1.0] and cell["read"] is False
+    assert all(np.isfinite(cell["lppd"])) and min(cell["rmse"]) > 0
+    per_chain = np.array(cell["chain_lppd"])
+    assert per_chain.shape == (2, len(grid)) and np.all(np.isfinite(per_chain))
     # the ensemble of a scale's chains scores at least the mean of its single chains
     # (log of a mean of densities ≥ mean of the logs, per test point)
-    assert rows[1][3] >= per_chain[0, :, 1].mean() - 1e-6
+    assert cell["lppd"][1] >= per_chain[:, 1].mean() - 1e-6
+
+
+def test_cells_are_keyed_by_seed_data_set_and_depth():
+    keys = [study.cell_key(s, d, h) for s in (0, 1) for d in ("airfoil", "energy") for h in (1, 2)]
+    assert len({tuple(np.asarray(jax.random.key_data(k)).ravel()) for k in keys}) == len(keys)
+    same = study.cell_key(0, "energy", 2), study.cell_key(0, "energy", 2)
+    np.testing.assert_array_equal(*(jax.random.key_data(k) for k in same))
+
+
+def test_committed_cells_are_read_back_and_other_settings_recomputed(tmp_path, monkeypatch):
+    monkeypatch.setattr(study.data, "load_split", fake_split)
+    computed = []
+    real = study.prior_scale_cell
+    monkeypatch.setattr(
+        study, "prior_scale_cell", lambda s, **kw: computed.append(s) or real(s, **kw)
+    )
+    first = study.prior_scale_study(1, ("energy",), (1, 2), (1.0,), results_dir=tmp_path,
+                                    profile="full", **TINY)  # fmt: skip
+    files = sorted(p.name for p in tmp_path.glob("*.json"))
+    assert files == ["energy_depth1_seed1.json", "energy_depth2_seed1.json"]
+    record = json.loads((tmp_path / files[0]).read_text())
+    assert record["profile"] == "full" and "commit" in record["provenance"]
+    again = study.prior_scale_study(1, ("energy",), (1, 2), (1.0,), results_dir=tmp_path, **TINY)
+    assert len(computed) == 2 and all(c["read"] for c in again)
+    assert [c["chain_lppd"] for c in again] == [c["chain_lppd"] for c in first]
+    longer = {**TINY, "sampling_steps": 20}  # other settings: the file does not count
+    (cell,) = study.prior_scale_study(1, ("energy",), (1,), (1.0,), results_dir=tmp_path, **longer)
+    assert len(computed) == 3 and not cell["read"]
+
+
+def test_settings_reject_unknown_data_sets_and_bad_counts():
+    with pytest.raises(ValueError, match="unknown|data set"):
+        study.cell_settings(0, "no-such-set", 1, (1.0,), **TINY)
+    with pytest.raises(ValueError, match="depth must be a positive integer"):
+        study.cell_settings(0, "energy", 0, (1.0,), **TINY)
+
+
+def test_chapter_arguments_follow_the_profiles():
+    quick, full = (profiles.settings("07_sampling_in_practice", p) for p in ("quick", "full"))
+    args = study.chapter_arguments(full)
+    assert args["grid"] == (*full.scales, full.glorot_scale)
+    assert args["tuning_steps"] == 50_000 and args["n_chains"] == 10
+    assert study.chapter_results_dir(quick) is None
+    assert study.chapter_results_dir(full).name == "ch7_prior_scale"
+
+
+def test_the_command_writes_cells_and_resumes(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(study.data, "load_split", fake_split)
+    tiny = {**study.chapter_arguments(profiles.settings("07_sampling_in_practice", "quick")),
+            **TINY, "grid": (1.0,), "learning_rate": 0.01}  # fmt: skip
+    monkeypatch.setattr(study, "chapter_arguments", lambda cfg: dict(tiny))
+    argv = ["prior-scales", "--datasets", "energy", "--depths", "1", "--out", str(tmp_path)]
+    assert cli.main(argv) == 0
+    assert "(computed)" in capsys.readouterr().out
+    assert cli.main(argv) == 0
+    assert "(read)" in capsys.readouterr().out
+    assert cli.main(["prior-scales", "--profile", "bogus"]) == 2
+    assert cli.main(["prior-scales", "--datasets", "no-such-set", "--out", str(tmp_path)]) == 2

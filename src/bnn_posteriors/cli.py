@@ -21,7 +21,7 @@ WIDTH = 100  # terminal columns of the scorecard table
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``bnn-posteriors`` (sub-commands ``run``, ``benchmark``, ``claims``)."""
+    """The parser of ``bnn-posteriors``: run, benchmark, prior-scales, sweep, claims."""
     parser = argparse.ArgumentParser(
         prog="bnn-posteriors",
         description="Run the book's chapters and report the status of its claims.",
@@ -55,6 +55,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         help="folder of the per-unit JSON results (default: <repo root>/results/ch8_benchmark)",
+    )
+
+    prior = commands.add_parser(
+        "prior-scales",
+        help="run chapter 7's prior-scale cells (C7.6) one by one, each written to results/ "
+        "as it finishes and read back by later runs (resumable across machines)",
+    )
+    prior.add_argument("--profile", help="quick or full (default: $BNN_PROFILE, else quick)")
+    prior.add_argument("--datasets", nargs="+", help="data sets (default: the profile's)")
+    prior.add_argument("--depths", nargs="+", type=int, help="depths (default: the profile's)")
+    prior.add_argument(
+        "--out",
+        type=Path,
+        help="folder of the per-cell JSON results (default: results/<prior_results> of the "
+        "profile)",
     )
 
     sweep = commands.add_parser(
@@ -97,6 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_benchmark(
             profile, args.datasets, args.splits, args.units, args.out, args.skip_existing
         )
+    if args.command == "prior-scales":
+        return run_prior_scales(profile, args.datasets, args.depths, args.out)
     if args.command == "sweep":
         return run_sweep(args.chapters, args.seeds, profile, args.out, args.resume, args.merge)
     return print_claims(profile)
@@ -262,6 +279,46 @@ def run_benchmark(
             f"{row['wall_s']:8.1f} s ({state})"
         )
     print(f"wall time: {time.perf_counter() - start:.1f} s for {len(rows)} units")
+    return 0
+
+
+# --------------------------------------------------------------------------- prior scales
+
+
+def run_prior_scales(
+    profile: str | None = None,
+    datasets: Sequence[str] | None = None,
+    depths: Sequence[int] | None = None,
+    out: Path | None = None,
+) -> int:
+    """Run chapter 7's prior-scale cells, each written to ``out`` as it finishes."""
+    from bnn_posteriors.studies import prior_scale_study as study
+
+    def report(cell):
+        s = cell["settings"]
+        state = "read" if cell["read"] else "computed"
+        print(
+            f"{s['dataset']:12s} depth {s['depth']}  {cell['wall_s']:8.1f} s ({state})", flush=True
+        )
+
+    try:
+        cfg = profiles.settings("07_sampling_in_practice", profile)
+        arguments = study.chapter_arguments(cfg)
+        arguments["datasets"] = datasets or arguments["datasets"]
+        arguments["depths"] = depths or arguments["depths"]
+        out = out or study.chapter_results_dir(cfg)
+        if out is None:
+            raise ValueError(f"profile {cfg.profile} names no results folder: pass --out")
+        print(f"prior-scale cells (profile {cfg.profile}, seed {cfg.seed}) -> {out}", flush=True)
+        start = time.perf_counter()
+        cells = study.prior_scale_study(
+            **arguments, cache_dir=True if cfg.cache else None, results_dir=out,
+            profile=cfg.profile, progress=True, report=report,
+        )  # fmt: skip
+    except ValueError as error:
+        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
+        return 2
+    print(f"wall time: {time.perf_counter() - start:.1f} s for {len(cells)} cells")
     return 0
 
 

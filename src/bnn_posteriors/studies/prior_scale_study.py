@@ -1,28 +1,47 @@
-"""The prior-scale study of [SAP] App. D.6 (Fig. 12, claim C7.6) as one unit.
+"""The prior-scale study of [SAP] App. D.6 (Fig. 12, claim C7.6), one cell at a time.
 
-For each (data set, depth) cell a deep ensemble of warm starts is trained once; every scale
-s of the grid runs one MILE chain from each warm start, all scales of a cell in one
+A *cell* is one (data set, depth): a deep ensemble of warm starts is trained once, and every
+scale s of the grid runs one MILE chain from each warm start, all scales of the cell in one
 vectorised :func:`bnn_posteriors.inference.mile.run_bde` call (one prior scale per chain),
 so chain k at scale s and at scale 1 share their start (paired differences).
+
+At the paper's budget a cell takes tens of minutes on a CPU, and the study more hours than
+one session of a machine lasts. So each finished cell can be written to a results folder
+(:func:`prior_scale_study` with ``results_dir``), committed with its provenance, and read
+back by any later run whose settings for that cell are the same: the study resumes across
+machines, cell by cell, where the unit cache (per chain) resumes only on one machine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bnn_posteriors import data, metrics
+from bnn_posteriors import data, metrics, provenance, results
 from bnn_posteriors.inference import ensembles, mile
 from bnn_posteriors.validate import positive_int
 
+# Version of a cell's computation: bump it when an edit can change a cell's result (its keys,
+# the ensemble's training, what a cell stores); MILE's own version is part of the settings.
+CELL_VERSION = "prior-scale-cell-1"
 
-def prior_scale_study(
-    rng_key,
-    datasets: Sequence[str],
-    depths: Sequence[int],
+
+def cell_key(seed: int, dataset: str, depth: int):
+    """The key of cell (``dataset``, ``depth``) under ``seed``: independent of the other cells."""
+    key = jax.random.fold_in(jax.random.PRNGKey(seed), zlib.crc32(dataset.encode()))
+    return jax.random.fold_in(key, positive_int("depth", depth))
+
+
+def cell_settings(
+    seed: int,
+    dataset: str,
+    depth: int,
     grid: Sequence[float],
     *,
     n_chains: int,
@@ -31,46 +50,154 @@ def prior_scale_study(
     tuning_steps: int,
     sampling_steps: int,
     thinning: int,
-    cache_dir=None,
     width: int = 16,
     **ensemble_kwargs,
-):
-    """Test LPPD and RMSE of MILE with prior N(0, s²) for every s of ``grid`` per cell.
+) -> dict:
+    """Everything that decides a cell's result, as plain JSON values (a result file's key).
 
-    Cell (data set i, depth d) uses ``fold_in(rng_key, 10 i + d)`` for its ensemble of
-    ``n_chains`` members (``ensemble_kwargs`` go to :func:`ensembles.train_ensemble`) and
-    ``fold_in`` of that key with 1 for the chains; networks are d hidden layers of
-    ``width`` units. Returns ``(rows, chain_lppd)``: rows (data set, depth, s, ensemble
-    LPPD, RMSE of the ensemble mean), cell by cell and scale by scale, and per cell a
-    (n_chains, len(grid)) list of single-chain LPPDs.
+    ``ensemble_kwargs`` go to :func:`ensembles.train_ensemble`; ``version`` names this
+    module's and MILE's versions of the computation.
     """
-    positive_int("n_chains", n_chains)
-    grid = tuple(grid)
-    rows, chain_lppd = [], []
-    for d_i, name in enumerate(datasets):
-        sp = data.load_split(name, split_seed, n_max=n_max)
+    data.dataset_info(dataset)
+    return provenance.to_json(
+        {
+            "seed": int(seed),
+            "dataset": dataset,
+            "depth": positive_int("depth", depth),
+            "grid": [float(s) for s in grid],
+            "n_chains": positive_int("n_chains", n_chains),
+            "split_seed": int(split_seed),
+            "n_max": n_max,
+            "tuning_steps": positive_int("tuning_steps", tuning_steps),
+            "sampling_steps": positive_int("sampling_steps", sampling_steps),
+            "thinning": positive_int("thinning", thinning),
+            "width": positive_int("width", width),
+            "ensemble": dict(sorted(ensemble_kwargs.items())),
+            "version": f"{CELL_VERSION}/{mile.CACHE_VERSION}",
+        }
+    )
+
+
+def prior_scale_cell(settings: dict, *, cache_dir=None, progress: bool = False) -> dict:
+    """Test LPPD and RMSE of MILE with prior N(0, s²) for every s of the cell's grid.
+
+    ``settings`` from :func:`cell_settings`. The ensemble of ``n_chains`` members uses
+    :func:`cell_key` and the chains ``fold_in`` of it with 1; networks have ``depth`` hidden
+    layers of ``width`` units. ``cache_dir`` and ``progress`` go to :func:`mile.run_bde`.
+    Returns ``{"settings", "lppd", "rmse", "chain_lppd", "wall_s"}``: per scale the test
+    LPPD of the cell's ensemble of chains and the RMSE of its mean; per warm start k and
+    scale the LPPD of chain k alone (n_chains, len(grid)); the wall time in seconds.
+    """
+    start = time.perf_counter()
+    s = settings
+    grid = np.asarray(s["grid"])
+    sp = data.load_split(s["dataset"], s["split_seed"], n_max=s["n_max"])
+    widths = (sp.x_train.shape[1], *(s["width"],) * s["depth"], 1)
+    key = cell_key(s["seed"], s["dataset"], s["depth"])
+    warm, _ = ensembles.train_ensemble(
+        key, sp.x_train, sp.y_train, sp.x_val, sp.y_val, widths=widths,
+        n_members=s["n_chains"], **s["ensemble"],
+    )  # fmt: skip
+    starts = mile.warm_start_positions(warm)
+    out = mile.run_bde(  # chain i * n_chains + k: scale grid[i], warm start k
+        jax.random.fold_in(key, 1), sp.x_train, sp.y_train,
+        jax.tree.map(lambda a: jnp.concatenate([a] * len(grid)), starts),
+        widths=widths, prior_scale=np.repeat(grid, s["n_chains"]),
+        tuning_steps=s["tuning_steps"], sampling_steps=s["sampling_steps"],
+        thinning=s["thinning"], cache_dir=cache_dir, progress=progress,
+    )  # fmt: skip
+    m, sd = (np.asarray(a) for a in mile.predict(out["samples"], sp.x_test))
+    m = m.reshape(len(grid), s["n_chains"], *m.shape[1:])
+    sd = sd.reshape(len(grid), s["n_chains"], -1)
+    return {
+        "settings": s,
+        "lppd": [float(metrics.lppd(sp.y_test, m[i], sd[i][..., None])) for i in range(len(grid))],
+        "rmse": [float(metrics.rmse(sp.y_test, m[i].mean(axis=(0, 1)))) for i in range(len(grid))],
+        "chain_lppd": [
+            [float(metrics.lppd(sp.y_test, m[i, k], sd[i, k][:, None])) for i in range(len(grid))]
+            for k in range(s["n_chains"])
+        ],  # fmt: skip
+        "wall_s": time.perf_counter() - start,
+    }
+
+
+def cell_path(directory: Path | str, settings: dict) -> Path:
+    """File of one cell's result: ``<directory>/<dataset>_depth<depth>_seed<seed>.json``."""
+    s = settings
+    return Path(directory) / f"{s['dataset']}_depth{s['depth']}_seed{s['seed']}.json"
+
+
+def chapter_arguments(cfg) -> dict:
+    """The study's arguments from chapter 7's settings (``profiles.settings``).
+
+    The grid is the paper's scales followed by the Glorot scale; the warm starts are
+    trained with the chapter's ensemble settings (``de_*``).
+    """
+    return dict(
+        seed=cfg.seed,
+        datasets=cfg.prior_datasets,
+        depths=cfg.prior_depths,
+        grid=(*cfg.scales, cfg.glorot_scale),
+        n_chains=cfg.prior_chains,
+        split_seed=cfg.split_seed,
+        n_max=cfg.prior_n_max,
+        tuning_steps=cfg.prior_tuning_steps,
+        sampling_steps=cfg.prior_sampling_steps,
+        thinning=cfg.thinning,
+        learning_rate=cfg.de_learning_rate,
+        weight_decay=cfg.de_weight_decay,
+        max_epochs=cfg.de_max_epochs,
+        batch_size=cfg.de_batch_size,
+        patience=cfg.de_patience,
+    )
+
+
+def chapter_results_dir(cfg) -> Path | None:
+    """Folder of the committed cells of the profile (``prior_results`` under ``results/``)."""
+    return None if cfg.prior_results is None else results.results_dir() / cfg.prior_results
+
+
+def prior_scale_study(
+    seed: int,
+    datasets: Sequence[str],
+    depths: Sequence[int],
+    grid: Sequence[float],
+    *,
+    cache_dir=None,
+    results_dir: Path | str | None = None,
+    profile: str | None = None,
+    progress: bool = False,
+    report: Callable[[dict], None] | None = None,
+    **settings,
+) -> list[dict]:
+    """Every cell (data set, depth) of the study, data set by data set: a list of cells.
+
+    ``settings``: the keyword arguments of :func:`cell_settings` (chain count, split,
+    budgets, width, the ensemble's). With ``results_dir`` a cell whose file there holds
+    the same settings is read from it (``"read": True``), and every computed cell is
+    written there (with ``profile`` and provenance) as soon as it is done. ``report`` is
+    called with each cell, read or computed (a progress line). Cells are
+    :func:`prior_scale_cell`'s dicts.
+    """
+    cells = []
+    for name in datasets:
         for depth in depths:
-            widths = (sp.x_train.shape[1], *(width,) * depth, 1)
-            key = jax.random.fold_in(rng_key, 10 * d_i + depth)
-            warm, _ = ensembles.train_ensemble(
-                key, sp.x_train, sp.y_train, sp.x_val, sp.y_val, widths=widths,
-                n_members=n_chains, **ensemble_kwargs,
-            )  # fmt: skip
-            starts = mile.warm_start_positions(warm)
-            out = mile.run_bde(  # chain i * n_chains + k: scale grid[i], warm start k
-                jax.random.fold_in(key, 1), sp.x_train, sp.y_train,
-                jax.tree.map(lambda a: jnp.concatenate([a] * len(grid)), starts),
-                widths=widths, prior_scale=np.repeat(grid, n_chains),
-                tuning_steps=tuning_steps, sampling_steps=sampling_steps,
-                thinning=thinning, cache_dir=cache_dir,
-            )  # fmt: skip
-            m, s_ = (np.asarray(a) for a in mile.predict(out["samples"], sp.x_test))
-            m = m.reshape(len(grid), n_chains, *m.shape[1:])
-            s_ = s_.reshape(len(grid), n_chains, -1)
-            for i, scale in enumerate(grid):
-                rows.append((name, depth, scale,
-                             float(metrics.lppd(sp.y_test, m[i], s_[i][..., None])),
-                             float(metrics.rmse(sp.y_test, m[i].mean(axis=(0, 1))))))  # fmt: skip
-            chain_lppd.append([[float(metrics.lppd(sp.y_test, m[i, k], s_[i, k][:, None]))
-                                for i in range(len(grid))] for k in range(n_chains)])  # fmt: skip
-    return rows, chain_lppd
+            s = cell_settings(seed, name, depth, grid, **settings)
+            path = None if results_dir is None else cell_path(results_dir, s)
+            cell = None
+            if path is not None and path.exists():
+                old = results.read_json(path)
+                if old.get("settings") == s:
+                    cell = {**old, "read": True}
+            if cell is None:
+                cell = {
+                    **prior_scale_cell(s, cache_dir=cache_dir, progress=progress),
+                    "read": False,
+                }
+                if path is not None:
+                    payload = {k: v for k, v in cell.items() if k != "read"}
+                    results.write_json(path, payload, profile=profile)
+            if report is not None:
+                report(cell)
+            cells.append(cell)
+    return cells
