@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -51,3 +53,30 @@ def test_unit_pruning_and_table():
     table = pruning.pruning_table({3: out, 4: none})
     lines = table.splitlines()
     assert len(lines) == 4 and lines[0].startswith("| H |") and lines[3].count("—") == 1
+    summary = pruning.pruning_summary({3: out, 4: none})
+    np.testing.assert_allclose(summary["pruned"], [1 / 3, 0.0])
+    assert summary["kl_pruned"][0] == pytest.approx(0.0, abs=1e-6)
+    assert np.isnan(summary["kl_pruned"][1]) and summary["kl_kept"][0] > 1.0
+    assert summary["verdict"] == "plain MFVI prunes some units at these widths"
+    assert "no unit" in pruning.pruning_summary({4: none})["verdict"]
+    assert "most of them" in pruning.pruning_summary({3: none, 4: out | {"pruned": 0.5}})["verdict"]
+
+
+def test_collapse_by_width_fits_the_slope_of_the_deficits():
+    def fit(width, mi):  # two plain runs (first) and two symmetrised ones of one width
+        q = mf.init_mean_field(jax.random.key(width), (1, width, 1), init_scale=0.1)
+        runs = jax.tree.map(lambda v: jnp.stack([v] * 4), q)
+        return dict(q=runs, mi=jnp.array([*mi, 0.0, 0.0]), elbo=jnp.arange(4.0),
+                    test_ll=jnp.full(4, -1.0))  # fmt: skip
+
+    # deficits log H! - I: 0.1 and 0.3 at H = 2, 1.1 and 1.3 at H = 4 -> slope 0.5 per unit
+    fits = {2: fit(2, [math.log(2) - 0.1, math.log(2) - 0.3]),
+            4: fit(4, [math.log(24) - 1.1, math.log(24) - 1.3])}  # fmt: skip
+    out = pruning.collapse_by_width(fits, 2)
+    np.testing.assert_allclose(out["per_width"][4]["deficit"], [1.1, 1.3], rtol=1e-5)
+    np.testing.assert_allclose(out["per_width"][2]["elbo"], [0.0, 1.0])
+    assert out["slope"] == pytest.approx(0.5, rel=1e-5) and out["n_fits"] == 4
+    lo, hi = out["slope_ci"]
+    assert lo < 0.5 < hi and hi - lo > 0  # 2 degrees of freedom: a wide t-interval
+    with pytest.raises(ValueError, match="n_runs"):
+        pruning.collapse_by_width(fits, 0)

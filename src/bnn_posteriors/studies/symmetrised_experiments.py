@@ -5,7 +5,7 @@ return: the regression toy set and MNIST's pooled pixels, the orbit of random ML
 (C5.1), paired plain/symmetrised fits per width with their ELBO, I and test scores
 (:func:`evaluate`, :func:`fit_width`), the ELBO identity test (C5.2), I along the
 separation of the units, the collapse statistics of plain MFVI (C5.3) and the gains of
-symmetrised training (C5.4), with the text tables the chapter prints. How many units plain
+symmetrised training (C5.4), with the Markdown tables the chapter shows. How many units plain
 MFVI prunes is in :mod:`bnn_posteriors.studies.pruning`.
 """
 
@@ -21,7 +21,7 @@ import numpy as np
 import numpyro
 from numpyro.infer import TraceMeanField_ELBO
 
-from .. import cache, metrics, models, nets, validate
+from .. import cache, metrics, models, nets, tables, validate
 from ..inference import permutations, vi
 from ..inference.mean_field_family import (
     log_joint,
@@ -251,19 +251,20 @@ def _fit_runs(rng_keys, mi_weights, x, y, x_test, y_test, eval_key, *, width, fi
 
 def fits_table(fits: dict) -> str:
     """Per width, mean over seeds of ELBO(q), I, ELBO(q_G), test log-lik (and accuracy) of the
-    plain (first half of the runs) and the symmetrised runs (second half) of :func:`fit_width`."""
+    plain (first half of the runs) and the symmetrised runs (second half) of :func:`fit_width`,
+    as a Markdown table (:mod:`bnn_posteriors.tables`)."""
     acc = "accuracy" in next(iter(fits.values()))
-    cols = "   ELBO(q)      I  ELBO(q_G)  test LL" + ("    acc" if acc else "")
-    lines = [f"  H  log|G|  plain:{cols}  |  symmetrised:{cols}"]
+    cols = ["ELBO(q)", "I", "ELBO(q_G)", "test log-lik"] + (["accuracy"] if acc else [])
+    header = ["H", "log|G|"] + [f"{part}: {c}" for part in ("plain", "sym.") for c in cols]
+    rows = []
     for width, r in fits.items():
-        n, row = len(r["elbo"]) // 2, f"{width:3d} {math.lgamma(width + 1):7.2f}      "
+        n, row = len(r["elbo"]) // 2, [width, f"{math.lgamma(width + 1):.2f}"]
         for part in (slice(0, n), slice(n, None)):
             e, i, t = r["elbo"][part].mean(), r["mi"][part].mean(), r["test_ll"][part].mean()
-            row += f" {e:9.2f} {i:6.2f} {e + i:10.2f} {t:8.3f}"
-            row += f" {r['accuracy'][part].mean():6.3f}" if acc else ""
-            row += "  |             " if part.start == 0 else ""
-        lines.append(row)
-    return "\n".join(lines)
+            row += [f"{e:.2f}", f"{i:.2f}", f"{e + i:.2f}", f"{t:.3f}"]
+            row += [f"{r['accuracy'][part].mean():.3f}"] if acc else []
+        rows.append(row)
+    return tables.markdown_table(header, rows, align="r" * len(header))
 
 
 # --------------------------------------------------------------------------- C5.2
@@ -359,15 +360,12 @@ def gains(fits: dict) -> dict:
 
 
 def gains_table(g: dict) -> str:
-    """:func:`gains` as text: per width, mean ± sd over seeds of each gain."""
+    """:func:`gains` as a Markdown table: per width, mean ± sd over seeds of each gain."""
     keys = [k for k in GAINS if k in next(iter(g.values()))]
-    lines = ["  H  " + "".join(f"{k + ' gain':>22s}" for k in keys)
-             + "    (symmetrised - plain, mean ± sd over seeds)"]  # fmt: skip
-    for w, r in g.items():
-        lines.append(
-            f"{w:3d}  " + "".join(f"{r[k].mean():12.3f} ± {r[k].std():7.3f}" for k in keys)
-        )
-    return "\n".join(lines)
+    rows = [[w, *(tables.pm((r[k].mean(), r[k].std())) for k in keys)] for w, r in g.items()]
+    return tables.markdown_table(
+        ["H", *(f"{k} gain" for k in keys)], rows, align="r" * (1 + len(keys))
+    )
 
 
 def mean_gains(g: dict) -> dict:
