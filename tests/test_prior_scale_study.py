@@ -91,3 +91,23 @@ def test_the_command_writes_cells_and_resumes(tmp_path, monkeypatch, capsys):
     assert "(read)" in capsys.readouterr().out
     assert cli.main(["prior-scales", "--profile", "bogus"]) == 2
     assert cli.main(["prior-scales", "--datasets", "no-such-set", "--out", str(tmp_path)]) == 2
+
+
+def test_committed_cells_hold_the_full_profiles_settings():
+    """Every committed cell is one the full profile reads back (same settings, same version)."""
+    full = profiles.settings("07_sampling_in_practice", "full")
+    folder = study.chapter_results_dir(full)
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    arguments = study.chapter_arguments(full)
+    for path in files:
+        record = json.loads(path.read_text())
+        s = record["settings"]
+        assert s["dataset"] in arguments["datasets"] and s["depth"] in arguments["depths"]
+        kw = {k: v for k, v in arguments.items() if k not in ("seed", "datasets", "depths", "grid")}
+        expected = study.cell_settings(full.seed, s["dataset"], s["depth"], arguments["grid"], **kw)
+        assert s == expected, path.name
+        assert study.cell_path(folder, s) == path and record["profile"] == "full"
+        assert "+dirty" not in record["provenance"]["commit"]
+        per_chain = np.array(record["chain_lppd"])
+        assert per_chain.shape == (full.prior_chains, len(arguments["grid"]))
+        assert np.all(np.isfinite(per_chain)) and len(record["lppd"]) == len(arguments["grid"])
