@@ -1,11 +1,13 @@
 """Tests of bnn_posteriors.studies.permuted_starts: permuted warm starts compute one function."""
 
+from types import SimpleNamespace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bnn_posteriors import nets
+from bnn_posteriors import diagnostics, metrics, nets
 from bnn_posteriors.studies import permuted_starts
 
 KEY = jax.random.PRNGKey(0)
@@ -53,3 +55,64 @@ def test_chain_starts_order_regular_permuted_extra():
     np.testing.assert_array_equal(starts["W0"][2], groups[0][0][0]["W"])
     np.testing.assert_array_equal(starts["W0"][5], groups[1][1][0]["W"])
     np.testing.assert_array_equal(starts["b1"][6], extra[1]["b"])
+
+
+def tiny_split():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(36, 2)).astype(np.float32)
+    y = (x[:, 0] - 0.5 * x[:, 1]).astype(np.float32)
+    return SimpleNamespace(x_train=x[:20], y_train=y[:20], x_val=x[20:28], y_val=y[20:28],
+                           x_test=x[28:], y_test=y[28:])  # fmt: skip
+
+
+def test_ensemble_settings_reads_the_de_keys():
+    cfg = SimpleNamespace(de_learning_rate=0.1, de_weight_decay=0.2, de_max_epochs=3,
+                          de_batch_size=8, de_patience=2)  # fmt: skip
+    assert permuted_starts.ensemble_settings(cfg) == dict(
+        learning_rate=0.1, weight_decay=0.2, max_epochs=3, batch_size=8, patience=2
+    )
+
+
+def test_permuted_start_run_orders_regular_permuted_and_dead_chains():
+    split = tiny_split()
+    run = permuted_starts.permuted_start_run(
+        jax.random.split(KEY, 3), split, hidden=(4,), n_chains=2, num_groups=2,
+        ensemble=dict(max_epochs=3, batch_size=8), tuning_steps=40, sampling_steps=10,
+        thinning=5,
+    )  # fmt: skip
+    assert run["mean"].shape == (2 + 2 * 2 + 1, 2, 8) and run["sigma"].shape == (7, 2)
+    np.testing.assert_array_equal(run["regular"], [0, 1])
+    np.testing.assert_array_equal(run["groups"][1], [4, 5])
+    assert run["dead"] == 6 and run["f_gap"] < 1e-5 and run["seconds"] > 0
+    dead_start = {k: v[6] for k, v in run["starts"].items()}
+    assert diagnostics.active_units(dead_start, split.x_train) == 0
+
+
+def fake_run(mean, sigma, n_chains, groups):
+    return {"mean": mean, "sigma": sigma, "regular": np.arange(n_chains), "groups": groups}
+
+
+def test_ensemble_lppds_pool_the_chains_of_each_group():
+    rng = np.random.default_rng(1)
+    y = rng.normal(size=5)
+    mean, sigma = rng.normal(size=(4, 3, 5)), np.exp(rng.normal(size=(4, 3)))
+    out = permuted_starts.ensemble_lppds(y, fake_run(mean, sigma, 2, [np.array([2, 3])]))
+    single = [float(metrics.lppd(y, mean[k], sigma[k][:, None])) for k in range(4)]
+    np.testing.assert_allclose(out["single"], single)
+    assert out["regular"] == pytest.approx(float(metrics.lppd(y, mean[:2], sigma[:2][..., None])))
+    assert out["permuted"][0] == pytest.approx(
+        float(metrics.lppd(y, mean[2:], sigma[2:][..., None]))
+    )
+    assert out["best_permuted"][0] == max(single[2:])
+
+
+def test_dead_start_summary_counts_active_units_of_the_dead_chain():
+    x = np.array([[1.0], [2.0]])
+    live = {"W0": np.ones((1, 3)), "b0": np.zeros(3)}  # 3 active units
+    dead = {"W0": -np.ones((1, 3)), "b0": np.zeros(3)}  # none
+    stack = {k: np.stack([live[k], dead[k]]) for k in live}
+    samples = {k: np.stack([np.stack([live[k], dead[k]])] * 2) for k in live}  # (chains, samples)
+    run = {"starts": stack, "bde": {"samples": samples}, "dead": 1, "regular": np.array([0])}
+    out = permuted_starts.dead_start_summary(run, np.array([0.5, -1.0]), x)
+    assert out == {"dead": -1.0, "warm": 0.5, "active_start": 0, "active_first": 3,
+                   "active_last": 0}  # fmt: skip

@@ -111,3 +111,20 @@ def test_committed_cells_hold_the_full_profiles_settings():
         per_chain = np.array(record["chain_lppd"])
         assert per_chain.shape == (full.prior_chains, len(arguments["grid"]))
         assert np.all(np.isfinite(per_chain)) and len(record["lppd"]) == len(arguments["grid"])
+
+
+def test_scale_comparison_ranks_and_pairs_the_scales():
+    settings = {"grid": [10.0, 1.0, 0.1, 0.25]}
+    cells = [  # scale 1 best by LPPD in both cells, 0.1 worst; chain 0 of cell 0 is an outlier
+        {"settings": settings, "lppd": [0.2, 0.5, -0.5, 0.4], "rmse": [0.3, 0.2, 0.6, 0.25],
+         "chain_lppd": [[0.1, 0.6, -0.4, 1.6], [0.3, 0.4, -0.6, 0.1]]},
+        {"settings": settings, "lppd": [0.0, 0.3, -0.2, 0.1], "rmse": [0.4, 0.3, 0.5, 0.35],
+         "chain_lppd": [[0.0, 0.3, -0.2, 0.2], [0.1, 0.3, -0.1, 0.0]]},
+    ]  # fmt: skip
+    out = study.scale_comparison(np.random.default_rng(0), cells, 3, num_resamples=500)
+    np.testing.assert_array_equal(out["ranks"], [[2, 1, 3], [2, 1, 3]])
+    np.testing.assert_array_equal(out["rmse_ranks"], [[2, 1, 3], [2, 1, 3]])
+    assert out["position_of_1"] == 1 and out["n_pairs"] == 4 and out["grid"] == settings["grid"]
+    np.testing.assert_allclose(out["delta"], [0.275, 0.0, 0.725, -0.075])
+    assert out["low"][2] > 0 and out["low"][1] == out["high"][1] == 0
+    assert out["low"][3] < 0  # the outlier pair: Glorot not shown worse

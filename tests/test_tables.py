@@ -34,3 +34,16 @@ def test_number_list():
     assert tables.number_list([0.12345, -1.0], "+.2f") == "+0.12, -1.00"
     assert tables.number_list([1.0, float("nan")]) == "1.000, —"
     assert tables.number_list([]) == ""
+
+
+def test_glue_values_glues_python_numbers(monkeypatch):
+    import myst_nb
+    import numpy as np
+
+    calls = []
+    monkeypatch.setattr(
+        myst_nb, "glue", lambda name, value, display: calls.append((name, value, display))
+    )
+    tables.glue_values({"a": np.float64(0.5), "b": np.int64(3), "c": "text"})
+    assert calls == [("a", 0.5, False), ("b", 3, False), ("c", "text", False)]
+    assert type(calls[0][1]) is float and type(calls[1][1]) is int

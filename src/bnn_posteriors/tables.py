@@ -9,7 +9,9 @@ values (:func:`pm`, :func:`number`), never typed.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
 
 
 def escape(cell) -> str:
@@ -60,3 +62,14 @@ def pm(value, fmt: str = ".3f") -> str:
     """'mean ± sd' of a (mean, sd, ...) tuple; the mean alone where the sd is NaN (one split)."""
     mean, sd = value[0], value[1]
     return number(mean, fmt) if not math.isfinite(sd) else f"{mean:{fmt}} ± {sd:{fmt}}"
+
+
+def glue_values(values: Mapping) -> None:
+    """Glue each value under its name for the prose (``myst_nb.glue``, not displayed).
+
+    NumPy scalars become Python numbers, so that ``{glue:text}`name:.3f``` formats them.
+    """
+    from myst_nb import glue
+
+    for name, value in values.items():
+        glue(name, value.item() if isinstance(value, np.generic) else value, display=False)

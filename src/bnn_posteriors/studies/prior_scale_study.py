@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bnn_posteriors import data, metrics, provenance, results
+from bnn_posteriors import data, diagnostics, metrics, provenance, results
 from bnn_posteriors.inference import ensembles, mile
 from bnn_posteriors.validate import positive_int
 
@@ -201,3 +201,39 @@ def prior_scale_study(
                 report(cell)
             cells.append(cell)
     return cells
+
+
+def scale_comparison(rng, cells: Sequence[dict], n_ranked: int, *, num_resamples: int) -> dict:
+    """The scales of the cells compared ([SAP] Fig. 12): ranks and paired differences.
+
+    ``cells`` from :func:`prior_scale_study` (one grid, containing 1); the first
+    ``n_ranked`` scales of the grid (the paper's) are ranked per cell by LPPD (1 = best)
+    and by RMSE. Per scale s, Δ_s = LPPD(1) − LPPD(s) of each (cell, warm start) pair,
+    with its mean and 95 % bootstrap interval over the pairs
+    (:func:`diagnostics.paired_bootstrap`, ``rng`` a NumPy Generator). Returns ``grid``,
+    ``lppd`` and ``rmse`` (cells, grid), ``ranks`` and ``rmse_ranks`` (cells, n_ranked),
+    ``avg_rank``, ``delta``, ``low``, ``high`` (grid,), ``n_pairs`` and
+    ``position_of_1`` (the place of scale 1 among the average LPPD ranks).
+    """
+    grid = list(cells[0]["settings"]["grid"])
+    lppd, rmse = (np.array([c[k] for c in cells]) for k in ("lppd", "rmse"))  # (cells, grid)
+    ranks = np.argsort(np.argsort(-lppd[:, :n_ranked], axis=1), axis=1) + 1
+    rmse_ranks = np.argsort(np.argsort(rmse[:, :n_ranked], axis=1), axis=1) + 1
+    avg_rank = ranks.mean(axis=0)
+    one = grid.index(1.0)
+    pairs = np.concatenate([c["chain_lppd"] for c in cells])  # (cell x warm start, grid)
+    diff = pairs[:, [one]] - pairs
+    delta, low, high = diagnostics.paired_bootstrap(rng, diff, num_resamples=num_resamples)
+    return {
+        "grid": grid,
+        "lppd": lppd,
+        "rmse": rmse,
+        "ranks": ranks,
+        "rmse_ranks": rmse_ranks,
+        "avg_rank": avg_rank,
+        "delta": delta,
+        "low": low,
+        "high": high,
+        "n_pairs": len(diff),
+        "position_of_1": int(np.argsort(np.argsort(avg_rank))[one]) + 1,
+    }
