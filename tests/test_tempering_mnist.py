@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from bnn_posteriors import diagnostics
 from bnn_posteriors.inference import tempering
 from bnn_posteriors.studies import tempering_mnist as mnist
 
@@ -82,3 +83,18 @@ def test_temperature_sweep_and_cross_fit_pool_every_image():
     np.testing.assert_array_equal(pooled[1.0][:10], table[1]["probs"])  # fold 0: the sweep's split
     np.testing.assert_array_equal(labels, np.concatenate([y[20:], y[10:20], y[:10]]))
     np.testing.assert_allclose(pooled[0.1].sum(1), 1.0, rtol=1e-12)
+
+
+def test_balanced_against_one_pairs_the_images_of_each_fold():
+    labels = np.array([0, 1, 0, 1])
+    a = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.7, 0.3]])  # right, right, right, wrong
+    b = np.array([[0.4, 0.6], [0.3, 0.7], [0.6, 0.4], [0.7, 0.3]])  # wrong, right, right, wrong
+    out = mnist.balanced_against_one(a, b, labels, n_test=2, seed=0, num_resamples=500)
+    assert out["d_acc"] == pytest.approx(0.25)
+    assert out["d_nll"] == pytest.approx((np.log(0.9 / 0.4) + np.log(0.8 / 0.7)) / 4)
+    assert out["per_fold"] == [pytest.approx((0.5, out["d_nll"] * 2)), (0.0, 0.0)]
+    assert out["ci_acc"][0] <= out["d_acc"] <= out["ci_acc"][1]
+    # each interval is a paired bootstrap from the same seed: the same resampled images
+    same = diagnostics.paired_bootstrap(np.random.default_rng(0), np.array([1.0, 0, 0, 0])[:, None],
+                                        num_resamples=500)  # fmt: skip
+    assert out["ci_acc"] == (float(same[1][0]), float(same[2][0]))
