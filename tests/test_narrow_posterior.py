@@ -109,3 +109,32 @@ def test_hyperbola_fits_and_adjusted_prior_scan_plumbing():
     key_fit = jax.random.fold_in(keys[2], 0)  # the key of the first τ²
     plain = narrow_posterior.mfvi_abs_nu(key_fit, X, Y, SIGMA, 1.0, num_steps=300)
     assert plain == abs(r["svi_nu"])  # same key and settings as the τ² = 1 fit
+
+
+def test_hyperbola_parts_measure_each_clause_of_the_claim():
+    fits = {
+        0.01: {"svi_nu": -0.01, "nuts_mass": 0.9, "sign_changes": 1},
+        1.0: {"svi_nu": 0.7, "nuts_mass": 1.0, "sign_changes": 0},
+    }
+    parts = narrow_posterior.hyperbola_parts(fits, 0.8, (0.01, 1.0))
+    values = [v for v, _ in parts.values()]
+    np.testing.assert_allclose(values, [0.01, 0.1, 1 - 0.7 / 0.8, 1.0])
+    assert [b for _, b in parts.values()] == [0.05, 0.5, 0.5, 1.0]
+    assert values[3] >= 1.0  # a chain changing sign fails the last part
+
+
+def test_trap_summary_counts_runs_short_of_the_optimum():
+    scan = {
+        0.1: {"plain": np.array([0.0, 0.0]), "adjusted": np.array([0.5, 0.6]), "nu_star": 0.0},
+        1.0: {"plain": np.array([0.1, 0.7, 0.8]), "adjusted": np.array([0.7, 0.8, 0.9]),
+              "nu_star": 0.8},
+        2.0: {"plain": np.array([0.9, 0.9, 0.9]), "adjusted": np.array([0.9, 0.9, 0.3]),
+              "nu_star": 0.9},
+    }  # fmt: skip
+    out = narrow_posterior.trap_summary(scan, 0.5, X, Y, SIGMA, jitter_ratio=1.5, eps=0.1)
+    assert list(out["above"]) == [1.0, 2.0]
+    assert out["progress"] == {1.0: pytest.approx(0.7 / 0.8), 2.0: pytest.approx(1.0)}
+    assert out["n_short"] == {"plain": 1, "adjusted": 1}
+    tau = np.sqrt(0.75 / 1.1)
+    assert out["jitter"][0] == abs(theory.mfvi_two_layer_optimum(X, Y, SIGMA, tau)["nu"])
+    assert len(out["jitter"]) == 3

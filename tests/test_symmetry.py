@@ -374,3 +374,15 @@ def test_distant_scaling_draws_are_invariant():
 @pytest.mark.parametrize("kind", KINDS)
 def test_norm_swap_deviation_is_zero(kind):
     assert symmetry.norm_swap_deviation(np.array([0.5, 0.9]), 0.8, GRID, kind) < 1e-12
+
+
+def test_counterexample_study_finds_the_norm_swap_root():
+    out = symmetry.counterexample_study(0.5, 0.8, 0.9, paper_root=0.77754)
+    assert out["c_star"] == pytest.approx(0.8 / np.sqrt(1.06))
+    assert out["c_num"] == pytest.approx(out["c_star"], abs=1e-6)
+    assert abs(out["h_at"]["closed form"]) < 1e-12 and abs(out["h_at"]["paper's 0.77754"]) > 0
+    assert out["excluded_gap"] > 0.05  # 1, 1.6, 0.889 are all farther than 0.05 from 0.777
+    assert max(out["swap_gap"].values()) < 1e-12
+    assert out["swap_root"]["gaussian"] == pytest.approx(out["c_star"])
+    assert out["swap_root"]["laplace"] == pytest.approx(0.8 / 1.4)
+    assert out["norm_l2"] == pytest.approx(np.sqrt(1.06))

@@ -332,3 +332,38 @@ def norm_swap_deviation(group, theta2: float, c, kind: str = "gaussian") -> floa
     group_gap = group_scaling_gap(group, theta2, c, kind)
     pairwise = pairwise_scaling_gap(group_norm(group, kind), abs(theta2), c, kind)
     return float(np.max(np.abs(group_gap - pairwise)))
+
+
+def counterexample_study(w1: float, w2: float, b1: float, *, paper_root: float) -> dict:
+    """The root c* of h for the counterexample (w1, w2, b1) of App. B.2, Fig. 6 (C3.4).
+
+    Returns the closed-form root ``c_star`` (:func:`counterexample_roots`, not 1), the
+    positive roots of h on a grid of [0.05, 5] (``numeric``) and the one nearest c*
+    (``c_num``), the distances of ``c_num`` to the excluded values 1, w2/w1, w2/b1
+    (``excluded_gap``), h at the closed form, the numerical root and ``paper_root``
+    (``h_at``); and Prop. B.10's swap for the pair (‖(w1, b1)‖, |w2|): the deviation of h's
+    log-ratio from the pairwise gap of the norm on c in [0.05, 20] (``swap_gap``) and the
+    swap root |w2| / ‖(w1, b1)‖ (``swap_root``), per prior of :data:`KINDS`, and ``norm_l2``.
+    """
+    ce = dict(w1=w1, w2=w2, b1=b1)
+    roots = counterexample_roots(**ce)
+    c_star = float(roots[roots != 1.0][0])
+    numeric = positive_roots(partial(counterexample_h, **ce), np.linspace(0.05, 5.0, 20001))
+    c_num = float(numeric[np.argmin(np.abs(numeric - c_star))])  # the root nearest c*
+    h_at = {
+        name: float(counterexample_h(c, **ce))
+        for name, c in (("closed form", c_star), ("numerical", c_num),
+                        (f"paper's {paper_root}", paper_root))
+    }  # fmt: skip
+    group = np.array([w1, b1])  # scaled by c together; w2 by 1/c
+    cs = np.geomspace(0.05, 20.0, 2001)
+    return {
+        "c_star": c_star,
+        "numeric": numeric,
+        "c_num": c_num,
+        "excluded_gap": float(np.min(np.abs(counterexample_excluded(**ce) - c_num))),
+        "h_at": h_at,
+        "swap_gap": {k: norm_swap_deviation(group, w2, cs, k) for k in KINDS},
+        "swap_root": {k: float(group_scaling_roots(group, w2, k).min()) for k in KINDS},
+        "norm_l2": float(group_norm(group)),
+    }

@@ -281,3 +281,48 @@ def adjusted_prior_scan(
         nu_star = abs(theory.mfvi_two_layer_optimum(x, y, sigma, tau)["nu"])
         scan[tau2] = {k: np.array(v) for k, v in runs.items()} | {"nu_star": nu_star}
     return scan
+
+
+def hyperbola_parts(fits: dict, beta_hat: float, tau2s_figure: Sequence[float]) -> dict:
+    """The four parts of C3.6 from :func:`hyperbola_fits`, each as text → (measured, bound).
+
+    The claim holds if every measured value is below its bound: MFVI's |μ1 μ2| at the
+    smallest τ² (< 0.05); NUTS's P(|β| ≤ 0.05) there (< 0.5); MFVI's shrinkage 1 − |μ1 μ2| /
+    β̂ at the largest τ² (< 0.5); the chains whose w1 changes sign at the τ² of Fig. 2 (< 1).
+    """
+    smallest, largest = min(fits), max(fits)
+    return {
+        "MFVI |mu1 mu2| at the smallest tau2": (abs(fits[smallest]["svi_nu"]), 0.05),
+        "NUTS P(|beta| <= 0.05) at the smallest tau2": (1.0 - fits[smallest]["nuts_mass"], 0.5),
+        "MFVI shrinkage 1 - |mu1 mu2| / beta_hat at tau2 = 1": (
+            1.0 - abs(fits[largest]["svi_nu"]) / beta_hat, 0.5,
+        ),
+        "chains whose w1 changes sign at the tau2 of Fig. 2": (
+            sum(fits[t]["sign_changes"] for t in tau2s_figure), 1.0,
+        ),
+    }  # fmt: skip
+
+
+def trap_summary(scan: dict, tau2_critical: float, x, y, sigma: float, *, jitter_ratio: float,
+                 eps: float) -> dict:  # fmt: skip
+    """Where plain MFVI is trapped at (0, 0) above τ²_c ([SAP] Prop. B.5, C3.7).
+
+    ``scan``: :func:`adjusted_prior_scan`. Over its τ² > ``tau2_critical``: ``above`` (those
+    entries), ``progress`` (median plain |μ1 μ2| / ν* per τ²) and ``n_short`` (runs below
+    ν*/2, plain and adjusted); ``jitter``: |ν*| at τ² = ``jitter_ratio`` τ²_c divided by
+    1 + ε, 1 and 1 − ε (the adjusted prior's variances move τ² so).
+    """
+    above = {tau2: r for tau2, r in scan.items() if tau2 > tau2_critical}
+    tau2_r = jitter_ratio * tau2_critical
+    return {
+        "above": above,
+        "progress": {t: float(np.median(r["plain"]) / r["nu_star"]) for t, r in above.items()},
+        "n_short": {
+            name: int(sum(np.sum(r[name] < r["nu_star"] / 2) for r in above.values()))
+            for name in ("plain", "adjusted")
+        },
+        "jitter": [
+            abs(theory.mfvi_two_layer_optimum(x, y, sigma, np.sqrt(tau2_r / (1 + e)))["nu"])
+            for e in (eps, 0.0, -eps)
+        ],
+    }
