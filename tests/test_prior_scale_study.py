@@ -128,3 +128,22 @@ def test_scale_comparison_ranks_and_pairs_the_scales():
     np.testing.assert_allclose(out["delta"], [0.275, 0.0, 0.725, -0.075])
     assert out["low"][2] > 0 and out["low"][1] == out["high"][1] == 0
     assert out["low"][3] < 0  # the outlier pair: Glorot not shown worse
+
+
+def test_committed_cells_are_all_the_cells_or_none(tmp_path, monkeypatch):
+    monkeypatch.setattr(study.data, "load_split", fake_split)
+    tiny = {**study.chapter_arguments(profiles.settings("07_sampling_in_practice", "quick")),
+            **TINY, "grid": (1.0,), "learning_rate": 0.01, "datasets": ("energy",),
+            "depths": (1, 2)}  # fmt: skip
+    monkeypatch.setattr(study, "chapter_arguments", lambda cfg: dict(tiny))
+    monkeypatch.setattr(study, "chapter_results_dir", lambda cfg: tmp_path)
+    cfg = profiles.settings("07_sampling_in_practice", "full")
+    assert study.committed_cells(cfg) is None  # no cell yet
+    study.prior_scale_study(**{**tiny, "depths": (1,)}, results_dir=tmp_path, profile="full")
+    assert study.committed_cells(cfg) is None  # one of two cells
+    made = study.prior_scale_study(**tiny, results_dir=tmp_path, profile="full")
+    cells = study.committed_cells(cfg)
+    assert [c["chain_lppd"] for c in cells] == [c["chain_lppd"] for c in made]
+    assert all(c["read"] for c in cells)
+    monkeypatch.setattr(study, "chapter_results_dir", lambda cfg: None)
+    assert study.committed_cells(cfg) is None

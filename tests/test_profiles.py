@@ -197,3 +197,9 @@ def test_parse_spec_rejects_a_profile_that_is_not_a_table():
     text = "seed = 1\nquick = 3\n[full]\n"
     with pytest.raises(ValueError, match=r"\[quick\] must be a table.*found 3"):
         profiles.parse_spec(text, "x.toml")
+
+
+def test_default_seed_ignores_the_seed_variable(monkeypatch):
+    monkeypatch.setenv("BNN_SEED", "5")
+    assert profiles.chapter_seed("07_sampling_in_practice") == 5
+    assert profiles.default_seed("07_sampling_in_practice") == 20250707

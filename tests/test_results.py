@@ -44,3 +44,14 @@ def test_read_json_errors(tmp_path):
     bad.write_text('{"nll": 1}')
     with pytest.raises(ValueError, match="provenance"):
         results.read_json(bad)
+
+
+def test_read_if_settings_reads_only_equal_settings(tmp_path):
+    path = tmp_path / "part.json"
+    assert results.read_if_settings(path, {"a": 1}) is None  # no file
+    results.write_json(path, {"settings": {"a": 1}, "value": 2.5}, profile="full")
+    assert results.read_if_settings(path, {"a": 1})["value"] == 2.5
+    assert results.read_if_settings(path, {"a": 2}) is None
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="not a result file"):
+        results.read_if_settings(tmp_path / "bad.json", {"a": 1})

@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bnn_posteriors import cache, data, metrics, provenance, references
+from bnn_posteriors import cache, data, metrics, provenance, references, results
 from bnn_posteriors.benchmark_scores import (  # the scores of one predictive
     authors_columns,
     authors_lppd,
@@ -300,9 +300,8 @@ def write_result(row: Mapping, directory: Path | str, profile: str | None = None
     """Write one unit's result with provenance as a small JSON file; returns its path."""
     path = result_path(directory, row["dataset"], row["split"], row["unit"])
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = {**row, "profile": profile, "provenance": provenance.provenance()}
-    record.pop("cached", None)
-    return provenance.write_json(path, record)
+    return results.write_json(path, {k: v for k, v in row.items() if k != "cached"},
+                              profile=profile)  # fmt: skip
 
 
 def read_results(directory: Path | str) -> list[dict]:
@@ -356,10 +355,9 @@ def run_table(
             bar.set_description(f"{dataset} split {split} {unit}")
             row = None
             path = None if results_dir is None else result_path(results_dir, dataset, split, unit)
-            if skip_existing and path is not None and path.exists():
-                old = json.loads(path.read_text())
-                if old.get("settings") == unit_parts(dataset, split, unit, cfg):
-                    row = {**old, "cached": True}
+            if skip_existing and path is not None:
+                old = results.read_if_settings(path, unit_parts(dataset, split, unit, cfg))
+                row = None if old is None else {**old, "cached": True}
             if row is None:
                 row = run_unit(dataset, split, unit, cfg, directory=directory, progress=progress)
                 if results_dir is not None:

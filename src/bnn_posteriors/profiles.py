@@ -52,6 +52,11 @@ def profile_name(name: str | None = None) -> str:
     return name
 
 
+def default_seed(chapter: str) -> int:
+    """The chapter's fixed seed, whatever ``$BNN_SEED`` says (that of its committed results)."""
+    return _spec(chapter)["seed"]
+
+
 def chapter_seed(chapter: str) -> int:
     """The chapter's seed: ``$BNN_SEED`` if set, else the chapter's fixed default."""
     spec = _spec(chapter)

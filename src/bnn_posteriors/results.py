@@ -16,7 +16,7 @@ from pathlib import Path
 from bnn_posteriors import provenance as _provenance
 from bnn_posteriors.provenance import provenance, repo_root
 
-__all__ = ["plain", "provenance", "read_json", "results_dir", "write_json"]
+__all__ = ["plain", "provenance", "read_if_settings", "read_json", "results_dir", "write_json"]
 
 
 def results_dir() -> Path:
@@ -52,3 +52,16 @@ def read_json(path: Path | str) -> dict:
     if not isinstance(record, dict) or "provenance" not in record:
         raise ValueError(f"{path} is not a result file with provenance")
     return record
+
+
+def read_if_settings(path: Path | str, settings: Mapping) -> dict | None:
+    """The result file at ``path`` if it exists and holds exactly ``settings``, else None.
+
+    A study that outlasts one session writes each finished part with the settings that
+    decide it; a later run reads a part back only when nothing that decides it changed.
+    """
+    path = Path(path)
+    if not path.exists():
+        return None
+    record = read_json(path)
+    return record if record.get("settings") == settings else None

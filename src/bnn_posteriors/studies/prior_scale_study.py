@@ -152,6 +152,26 @@ def chapter_arguments(cfg) -> dict:
     )
 
 
+def committed_cells(cfg) -> list[dict] | None:
+    """The committed cells of chapter 7's settings ``cfg`` (a profile with ``prior_results``),
+    read from ``results/``; None unless every (data set, depth) cell is there with ``cfg``'s
+    settings. The quick profile decides C7.6 on the full profile's cells so."""
+    args = chapter_arguments(cfg)
+    directory = chapter_results_dir(cfg)
+    if directory is None:
+        return None
+    seed, datasets, depths, grid = (args.pop(k) for k in ("seed", "datasets", "depths", "grid"))
+    cells = []
+    for name in datasets:
+        for depth in depths:
+            s = cell_settings(seed, name, depth, grid, **args)
+            cell = results.read_if_settings(cell_path(directory, s), s)
+            if cell is None:
+                return None
+            cells.append({**cell, "read": True})
+    return cells
+
+
 def chapter_results_dir(cfg) -> Path | None:
     """Folder of the committed cells of the profile (``prior_results`` under ``results/``)."""
     return None if cfg.prior_results is None else results.results_dir() / cfg.prior_results
@@ -184,11 +204,8 @@ def prior_scale_study(
         for depth in depths:
             s = cell_settings(seed, name, depth, grid, **settings)
             path = None if results_dir is None else cell_path(results_dir, s)
-            cell = None
-            if path is not None and path.exists():
-                old = results.read_json(path)
-                if old.get("settings") == s:
-                    cell = {**old, "read": True}
+            old = None if path is None else results.read_if_settings(path, s)
+            cell = None if old is None else {**old, "read": True}
             if cell is None:
                 cell = {
                     **prior_scale_cell(s, cache_dir=cache_dir, progress=progress),
