@@ -27,6 +27,8 @@ from bnn_posteriors import data, diagnostics, metrics, provenance, results
 from bnn_posteriors.inference import ensembles, mile
 from bnn_posteriors.validate import positive_int
 
+from .permuted_starts import ensemble_settings
+
 # Version of a cell's computation: bump it when an edit can change a cell's result (its keys,
 # the ensemble's training, what a cell stores); MILE's own version is part of the settings.
 CELL_VERSION = "prior-scale-cell-1"
@@ -144,11 +146,7 @@ def chapter_arguments(cfg) -> dict:
         tuning_steps=cfg.prior_tuning_steps,
         sampling_steps=cfg.prior_sampling_steps,
         thinning=cfg.thinning,
-        learning_rate=cfg.de_learning_rate,
-        weight_decay=cfg.de_weight_decay,
-        max_epochs=cfg.de_max_epochs,
-        batch_size=cfg.de_batch_size,
-        patience=cfg.de_patience,
+        **ensemble_settings(cfg),
     )
 
 
