@@ -54,3 +54,79 @@ def test_kernel_marginals_gap_is_positive_when_inner_kernels_follow_the_prior():
     samples["W0"], samples["W2"] = samples["W1"], samples["W1"][..., :1]  # all the prior
     null = many_chains.kernel_marginals(np.random.default_rng(3), samples, num_resamples=100)
     assert null["low"] < 0
+
+
+def tiny_cfg(results=None):
+    return SimpleNamespace(
+        dataset="energy", split_seed=0, hidden_many=(3, 3, 3), prior_scale=1.0,
+        tuning_steps_many=40, sampling_steps_many=20, thinning=5, n_orderings=3, n_boot=20,
+        de_learning_rate=0.01, de_weight_decay=0.005, de_max_epochs=3, de_batch_size=8,
+        de_patience=2, many_seeds=(1, 2), many_results=results,
+    )  # fmt: skip
+
+
+def fake_split(name, seed, n_max=None):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(36, 2)).astype(np.float32)
+    y = (x[:, 0] - 0.5 * x[:, 1]).astype(np.float32)
+    return SimpleNamespace(x_train=x[:20], y_train=y[:20], x_val=x[20:28], y_val=y[20:28],
+                           x_test=x[28:], y_test=y[28:])  # fmt: skip
+
+
+def test_seed_runs_are_written_read_back_and_committed_only_when_all_are_in(tmp_path, monkeypatch):
+    monkeypatch.setattr(many_chains.data, "load_split", fake_split)
+    monkeypatch.setattr(many_chains.results, "results_dir", lambda: tmp_path)
+    cfg = tiny_cfg("many")
+    s = many_chains.seed_settings(cfg, 1, 12)
+    assert s["seed"] == 1 and s["n_chains"] == 12 and s["hidden"] == [3, 3, 3]
+    assert s["version"].startswith(many_chains.SEED_VERSION)
+    assert many_chains.seed_path(tmp_path, s).name == "seed1_chains12.json"
+    with pytest.raises(ValueError, match="n_chains"):
+        many_chains.seed_settings(cfg, 1, 0)
+    assert many_chains.committed_seeds(cfg, 12) is None
+    (first,) = many_chains.seed_study(cfg, (1,), 12, results_dir=tmp_path / "many",
+                                      profile="full")  # fmt: skip
+    assert not first["read"] and len(first["ks"]) == 4 and first["low"] <= first["high"]
+    assert first["gains"][0] == pytest.approx(first["lppd"][1] - first["lppd"][0])
+    assert many_chains.committed_seeds(cfg, 12) is None  # seed 2 is missing
+    runs = many_chains.seed_study(cfg, (1, 2), 12, results_dir=tmp_path / "many", profile="full")
+    assert [r["read"] for r in runs] == [True, False]
+    assert runs[0]["low"] == first["low"]
+    committed = many_chains.committed_seeds(cfg, 12)
+    assert [r["settings"]["seed"] for r in committed] == [1, 2]
+    assert many_chains.committed_seeds(tiny_cfg(None), 12) is None
+
+
+def test_a_seed_run_is_the_chapters_computation(monkeypatch):
+    monkeypatch.setattr(many_chains.data, "load_split", fake_split)
+    cfg = tiny_cfg()
+    s = many_chains.seed_settings(cfg, 3, 12)
+    out = many_chains.seed_run(s)
+    split = fake_split("energy", 0)
+    keys = jax.random.split(jax.random.PRNGKey(3), 6)
+    run = many_chains.many_chain_run(
+        (keys[3], keys[4]), split, hidden=(3, 3, 3), n_chains=12,
+        ensemble=dict(learning_rate=0.01, weight_decay=0.005, max_epochs=3, batch_size=8,
+                      patience=2),
+        prior_scale=1.0, tuning_steps=40, sampling_steps=20, thinning=5,
+    )  # fmt: skip
+    rng = np.random.default_rng(3)
+    many_chains.chain_saturation(rng, split.y_test, run["mean"], run["sigma"], n_orderings=3)
+    ks = many_chains.kernel_marginals(rng, run["many"]["samples"], num_resamples=20)
+    assert (out["gap"], out["low"], out["high"]) == (ks["gap"], ks["low"], ks["high"])
+
+
+def test_the_command_runs_seeds_and_resumes(tmp_path, monkeypatch, capsys):
+    from bnn_posteriors import cli, profiles
+
+    monkeypatch.setattr(many_chains.data, "load_split", fake_split)
+    cfg = tiny_cfg("many")
+    cfg.n_chains_many = cfg.n_chains_many_accelerator = 12
+    cfg.cache, cfg.profile = False, "full"
+    monkeypatch.setattr(profiles, "settings", lambda chapter, profile=None: cfg)
+    argv = ["many-chains", "--seeds", "4", "--out", str(tmp_path)]
+    assert cli.main(argv) == 0
+    assert "seed 4: 12 chains" in capsys.readouterr().out
+    assert cli.main(argv) == 0
+    assert "(read)" in capsys.readouterr().out
+    assert cli.main(["many-chains", "--profile", "bogus"]) == 2

@@ -16,12 +16,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from bnn_posteriors import claims, profiles, scorecard
+from bnn_posteriors.cli_studies import run_benchmark, run_many_chains, run_prior_scales
 
 WIDTH = 100  # terminal columns of the scorecard table
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``bnn-posteriors``: run, benchmark, prior-scales, sweep, claims."""
+    """The parser of ``bnn-posteriors``: run, benchmark, prior-scales, many-chains, sweep,
+    claims."""
     parser = argparse.ArgumentParser(
         prog="bnn-posteriors",
         description="Run the book's chapters and report the status of its claims.",
@@ -72,6 +74,17 @@ def build_parser() -> argparse.ArgumentParser:
         "profile)",
     )
 
+    many = commands.add_parser(
+        "many-chains",
+        help="run chapter 7's many-chain study (C7.3, C7.4) seed by seed, each run written to "
+        "results/ as it finishes and read back by later runs (resumable across machines)",
+    )
+    many.add_argument("--profile", help="quick or full (default: $BNN_PROFILE, else quick)")
+    many.add_argument("--seeds", nargs="+", type=int, help="seeds (default: the profile's)")
+    many.add_argument(
+        "--out", type=Path, help="folder of the per-seed results (default: results/<many_results>)"
+    )
+
     sweep = commands.add_parser(
         "sweep",
         help="run chapters under several seeds; write each check's status and margin "
@@ -114,6 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if args.command == "prior-scales":
         return run_prior_scales(profile, args.datasets, args.depths, args.out)
+    if args.command == "many-chains":
+        return run_many_chains(profile, args.seeds, args.out)
     if args.command == "sweep":
         return run_sweep(args.chapters, args.seeds, profile, args.out, args.resume, args.merge)
     return print_claims(profile)
@@ -238,87 +253,6 @@ def run_sweep(
     fragile = [f"{row['id']} ({row['index'] + 1})" for row in rows if not row["robust"]]
     print(f"{len(rows) - len(fragile)} of {len(rows)} checks robust" + (
         f"; not robust: {', '.join(fragile)}" if fragile else ""))  # fmt: skip
-    return 0
-
-
-# --------------------------------------------------------------------------- benchmark
-
-
-def run_benchmark(
-    profile: str | None = None,
-    datasets: Sequence[str] | None = None,
-    splits: Sequence[int] | None = None,
-    units: Sequence[str] | None = None,
-    out: Path | None = None,
-    skip_existing: bool = False,
-) -> int:
-    """Run the chapter-8 table unit by unit with a progress bar; write one JSON per unit."""
-    from bnn_posteriors import benchmark
-
-    try:
-        cfg = profiles.settings("08_benchmarks", profile)
-        if out is None:
-            out = (claims.repo_root() or Path.cwd()) / "results" / "ch8_benchmark"
-        print(f"benchmark (profile {cfg.profile}, seed {cfg.seed}) -> {out}")
-        start = time.perf_counter()
-        rows = benchmark.run_table(
-            cfg,
-            datasets=datasets,
-            splits=splits,
-            units=units,
-            results_dir=out,
-            skip_existing=skip_existing,
-        )
-    except ValueError as error:
-        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
-        return 2
-    for row in rows:
-        state = "cached" if row["cached"] else "computed"
-        print(
-            f"{row['dataset']:12s} split {row['split']} {row['unit']:8s} "
-            f"{row['wall_s']:8.1f} s ({state})"
-        )
-    print(f"wall time: {time.perf_counter() - start:.1f} s for {len(rows)} units")
-    return 0
-
-
-# --------------------------------------------------------------------------- prior scales
-
-
-def run_prior_scales(
-    profile: str | None = None,
-    datasets: Sequence[str] | None = None,
-    depths: Sequence[int] | None = None,
-    out: Path | None = None,
-) -> int:
-    """Run chapter 7's prior-scale cells, each written to ``out`` as it finishes."""
-    from bnn_posteriors.studies import prior_scale_study as study
-
-    def report(cell):
-        s = cell["settings"]
-        state = "read" if cell["read"] else "computed"
-        print(
-            f"{s['dataset']:12s} depth {s['depth']}  {cell['wall_s']:8.1f} s ({state})", flush=True
-        )
-
-    try:
-        cfg = profiles.settings("07_sampling_in_practice", profile)
-        arguments = study.chapter_arguments(cfg)
-        arguments["datasets"] = datasets or arguments["datasets"]
-        arguments["depths"] = depths or arguments["depths"]
-        out = out or study.chapter_results_dir(cfg)
-        if out is None:
-            raise ValueError(f"profile {cfg.profile} names no results folder: pass --out")
-        print(f"prior-scale cells (profile {cfg.profile}, seed {cfg.seed}) -> {out}", flush=True)
-        start = time.perf_counter()
-        cells = study.prior_scale_study(
-            **arguments, cache_dir=True if cfg.cache else None, results_dir=out,
-            profile=cfg.profile, progress=True, report=report,
-        )  # fmt: skip
-    except ValueError as error:
-        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
-        return 2
-    print(f"wall time: {time.perf_counter() - start:.1f} s for {len(cells)} cells")
     return 0
 
 

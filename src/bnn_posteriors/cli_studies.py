@@ -1,0 +1,133 @@
+"""The ``bnn-posteriors`` commands that run a long study part by part: chapter 8's benchmark
+units, chapter 7's prior-scale cells and its many-chain runs per seed. Each part is written to
+``results/`` as soon as it is done and read back by a later run with the same settings.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from bnn_posteriors import claims, profiles
+
+# --------------------------------------------------------------------------- benchmark
+
+
+def run_benchmark(
+    profile: str | None = None,
+    datasets: Sequence[str] | None = None,
+    splits: Sequence[int] | None = None,
+    units: Sequence[str] | None = None,
+    out: Path | None = None,
+    skip_existing: bool = False,
+) -> int:
+    """Run the chapter-8 table unit by unit with a progress bar; write one JSON per unit."""
+    from bnn_posteriors import benchmark
+
+    try:
+        cfg = profiles.settings("08_benchmarks", profile)
+        if out is None:
+            out = (claims.repo_root() or Path.cwd()) / "results" / "ch8_benchmark"
+        print(f"benchmark (profile {cfg.profile}, seed {cfg.seed}) -> {out}")
+        start = time.perf_counter()
+        rows = benchmark.run_table(
+            cfg,
+            datasets=datasets,
+            splits=splits,
+            units=units,
+            results_dir=out,
+            skip_existing=skip_existing,
+        )
+    except ValueError as error:
+        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
+        return 2
+    for row in rows:
+        state = "cached" if row["cached"] else "computed"
+        print(
+            f"{row['dataset']:12s} split {row['split']} {row['unit']:8s} "
+            f"{row['wall_s']:8.1f} s ({state})"
+        )
+    print(f"wall time: {time.perf_counter() - start:.1f} s for {len(rows)} units")
+    return 0
+
+
+# --------------------------------------------------------------------------- prior scales
+
+
+def run_prior_scales(
+    profile: str | None = None,
+    datasets: Sequence[str] | None = None,
+    depths: Sequence[int] | None = None,
+    out: Path | None = None,
+) -> int:
+    """Run chapter 7's prior-scale cells, each written to ``out`` as it finishes."""
+    from bnn_posteriors.studies import prior_scale_study as study
+
+    def report(cell):
+        s = cell["settings"]
+        state = "read" if cell["read"] else "computed"
+        print(
+            f"{s['dataset']:12s} depth {s['depth']}  {cell['wall_s']:8.1f} s ({state})", flush=True
+        )
+
+    try:
+        cfg = profiles.settings("07_sampling_in_practice", profile)
+        arguments = study.chapter_arguments(cfg)
+        arguments["datasets"] = datasets or arguments["datasets"]
+        arguments["depths"] = depths or arguments["depths"]
+        out = out or study.chapter_results_dir(cfg)
+        if out is None:
+            raise ValueError(f"profile {cfg.profile} names no results folder: pass --out")
+        print(f"prior-scale cells (profile {cfg.profile}, seed {cfg.seed}) -> {out}", flush=True)
+        start = time.perf_counter()
+        cells = study.prior_scale_study(
+            **arguments, cache_dir=True if cfg.cache else None, results_dir=out,
+            profile=cfg.profile, progress=True, report=report,
+        )  # fmt: skip
+    except ValueError as error:
+        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
+        return 2
+    print(f"wall time: {time.perf_counter() - start:.1f} s for {len(cells)} cells")
+    return 0
+
+
+# --------------------------------------------------------------------------- many chains
+
+
+def run_many_chains(
+    profile: str | None = None, seeds: Sequence[int] | None = None, out: Path | None = None
+) -> int:
+    """Run chapter 7's many-chain study seed by seed, each run written to ``out`` when done."""
+    import jax
+
+    from bnn_posteriors import results
+    from bnn_posteriors.studies import many_chains
+
+    def report(run):
+        s = run["settings"]
+        state = "read" if run["read"] else "computed"
+        print(f"seed {s['seed']}: {s['n_chains']} chains, KS gap {run['gap']:.4f} "
+              f"[{run['low']:.4f}, {run['high']:.4f}], {run['wall_s']:8.1f} s ({state})",
+              flush=True)  # fmt: skip
+
+    try:
+        cfg = profiles.settings("07_sampling_in_practice", profile)
+        on_accelerator = jax.default_backend() != "cpu"
+        n_chains = cfg.n_chains_many_accelerator if on_accelerator else cfg.n_chains_many
+        if out is None and cfg.many_results is None:
+            raise ValueError(f"profile {cfg.profile} names no results folder: pass --out")
+        out = out or results.results_dir() / cfg.many_results
+        seeds = tuple(seeds or cfg.many_seeds)
+        print(f"many-chain runs (profile {cfg.profile}, {n_chains} chains) -> {out}", flush=True)
+        start = time.perf_counter()
+        runs = many_chains.seed_study(
+            cfg, seeds, n_chains, results_dir=out, cache_dir=True if cfg.cache else None,
+            profile=cfg.profile, report=report,
+        )  # fmt: skip
+    except ValueError as error:
+        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
+        return 2
+    print(f"wall time: {time.perf_counter() - start:.1f} s for {len(runs)} seeds")
+    return 0
