@@ -128,6 +128,9 @@ def test_scale_comparison_ranks_and_pairs_the_scales():
     np.testing.assert_allclose(out["delta"], [0.275, 0.0, 0.725, -0.075])
     assert out["low"][2] > 0 and out["low"][1] == out["high"][1] == 0
     assert out["low"][3] < 0  # the outlier pair: Glorot not shown worse
+    np.testing.assert_allclose(out["median"], [0.25, 0.0, 0.75, 0.2])
+    np.testing.assert_allclose(out["worst_lppd"], [0.0, 0.3, -0.6, 0.0])
+    np.testing.assert_array_equal(out["worst_cell"], [1, 1, 0, 1])
 
 
 def test_committed_cells_are_all_the_cells_or_none(tmp_path, monkeypatch):

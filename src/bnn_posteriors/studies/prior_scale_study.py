@@ -227,8 +227,9 @@ def scale_comparison(rng, cells: Sequence[dict], n_ranked: int, *, num_resamples
     with its mean and 95 % bootstrap interval over the pairs
     (:func:`diagnostics.paired_bootstrap`, ``rng`` a NumPy Generator). Returns ``grid``,
     ``lppd`` and ``rmse`` (cells, grid), ``ranks`` and ``rmse_ranks`` (cells, n_ranked),
-    ``avg_rank``, ``delta``, ``low``, ``high`` (grid,), ``n_pairs`` and
-    ``position_of_1`` (the place of scale 1 among the average LPPD ranks).
+    ``avg_rank``, ``delta``, ``low``, ``high``, ``median`` (grid,), ``n_pairs``,
+    ``position_of_1`` (the place of scale 1 among the average LPPD ranks), and per scale the
+    lowest single-chain LPPD ``worst_lppd`` and the index of its cell ``worst_cell``.
     """
     grid = list(cells[0]["settings"]["grid"])
     lppd, rmse = (np.array([c[k] for c in cells]) for k in ("lppd", "rmse"))  # (cells, grid)
@@ -239,6 +240,7 @@ def scale_comparison(rng, cells: Sequence[dict], n_ranked: int, *, num_resamples
     pairs = np.concatenate([c["chain_lppd"] for c in cells])  # (cell x warm start, grid)
     diff = pairs[:, [one]] - pairs
     delta, low, high = diagnostics.paired_bootstrap(rng, diff, num_resamples=num_resamples)
+    cell_of_pair = np.concatenate([[i] * len(c["chain_lppd"]) for i, c in enumerate(cells)])
     return {
         "grid": grid,
         "lppd": lppd,
@@ -251,4 +253,7 @@ def scale_comparison(rng, cells: Sequence[dict], n_ranked: int, *, num_resamples
         "high": high,
         "n_pairs": len(diff),
         "position_of_1": int(np.argsort(np.argsort(avg_rank))[one]) + 1,
+        "median": np.median(diff, axis=0),
+        "worst_lppd": pairs.min(axis=0),
+        "worst_cell": cell_of_pair[pairs.argmin(axis=0)],
     }
