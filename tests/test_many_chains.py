@@ -130,3 +130,25 @@ def test_the_command_runs_seeds_and_resumes(tmp_path, monkeypatch, capsys):
     assert cli.main(argv) == 0
     assert "(read)" in capsys.readouterr().out
     assert cli.main(["many-chains", "--profile", "bogus"]) == 2
+
+
+def test_committed_seed_runs_hold_the_full_profiles_settings():
+    """Every committed seed run is one the full profile reads back (same settings and version),
+    from a clean commit, with finite results."""
+    import json
+
+    from bnn_posteriors import profiles, results
+
+    full = profiles.settings("07_sampling_in_practice", "full")
+    folder = results.results_dir() / full.many_results
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    for path in files:
+        record = json.loads(path.read_text())
+        s = record["settings"]
+        assert s["seed"] in full.many_seeds, path.name
+        assert s == many_chains.seed_settings(full, s["seed"], full.n_chains_many), path.name
+        assert many_chains.seed_path(folder, s) == path and record["profile"] == "full"
+        assert "+dirty" not in record["provenance"]["commit"]
+        assert len(record["ks"]) == len(full.hidden_many) + 1
+        assert record["low"] <= record["gap"] <= record["high"]
+        assert np.all(np.isfinite(record["lppd"] + record["ks"]))
