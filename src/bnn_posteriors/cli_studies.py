@@ -12,6 +12,21 @@ from pathlib import Path
 
 from bnn_posteriors import claims, profiles
 
+
+def run_study(parts, name: str) -> int:
+    """Run a study command's ``parts()`` (its list of finished parts, each reported as it
+    finishes): exit code 2 with the message of a ``ValueError`` (a bad profile, data set or
+    folder), else print the wall time and return 0."""
+    start = time.perf_counter()
+    try:
+        done = parts()
+    except ValueError as error:
+        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
+        return 2
+    print(f"wall time: {time.perf_counter() - start:.1f} s for {len(done)} {name}")
+    return 0
+
+
 # --------------------------------------------------------------------------- benchmark
 
 
@@ -26,31 +41,27 @@ def run_benchmark(
     """Run the chapter-8 table unit by unit with a progress bar; write one JSON per unit."""
     from bnn_posteriors import benchmark
 
-    try:
+    def units_done():
         cfg = profiles.settings("08_benchmarks", profile)
-        if out is None:
-            out = (claims.repo_root() or Path.cwd()) / "results" / "ch8_benchmark"
-        print(f"benchmark (profile {cfg.profile}, seed {cfg.seed}) -> {out}")
-        start = time.perf_counter()
+        folder = out or (claims.repo_root() or Path.cwd()) / "results" / "ch8_benchmark"
+        print(f"benchmark (profile {cfg.profile}, seed {cfg.seed}) -> {folder}")
         rows = benchmark.run_table(
             cfg,
             datasets=datasets,
             splits=splits,
             units=units,
-            results_dir=out,
+            results_dir=folder,
             skip_existing=skip_existing,
         )
-    except ValueError as error:
-        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
-        return 2
-    for row in rows:
-        state = "cached" if row["cached"] else "computed"
-        print(
-            f"{row['dataset']:12s} split {row['split']} {row['unit']:8s} "
-            f"{row['wall_s']:8.1f} s ({state})"
-        )
-    print(f"wall time: {time.perf_counter() - start:.1f} s for {len(rows)} units")
-    return 0
+        for row in rows:
+            state = "cached" if row["cached"] else "computed"
+            print(
+                f"{row['dataset']:12s} split {row['split']} {row['unit']:8s} "
+                f"{row['wall_s']:8.1f} s ({state})"
+            )
+        return rows
+
+    return run_study(units_done, "units")
 
 
 # --------------------------------------------------------------------------- prior scales
@@ -72,25 +83,21 @@ def run_prior_scales(
             f"{s['dataset']:12s} depth {s['depth']}  {cell['wall_s']:8.1f} s ({state})", flush=True
         )
 
-    try:
+    def cells():
         cfg = profiles.settings("07_sampling_in_practice", profile)
         arguments = study.chapter_arguments(cfg)
         arguments["datasets"] = datasets or arguments["datasets"]
         arguments["depths"] = depths or arguments["depths"]
-        out = out or study.chapter_results_dir(cfg)
-        if out is None:
+        folder = out or study.chapter_results_dir(cfg)
+        if folder is None:
             raise ValueError(f"profile {cfg.profile} names no results folder: pass --out")
-        print(f"prior-scale cells (profile {cfg.profile}, seed {cfg.seed}) -> {out}", flush=True)
-        start = time.perf_counter()
-        cells = study.prior_scale_study(
-            **arguments, cache_dir=True if cfg.cache else None, results_dir=out,
+        print(f"prior-scale cells (profile {cfg.profile}, seed {cfg.seed}) -> {folder}", flush=True)
+        return study.prior_scale_study(
+            **arguments, cache_dir=True if cfg.cache else None, results_dir=folder,
             profile=cfg.profile, progress=True, report=report,
         )  # fmt: skip
-    except ValueError as error:
-        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
-        return 2
-    print(f"wall time: {time.perf_counter() - start:.1f} s for {len(cells)} cells")
-    return 0
+
+    return run_study(cells, "cells")
 
 
 # --------------------------------------------------------------------------- many chains
@@ -112,22 +119,17 @@ def run_many_chains(
               f"[{run['low']:.4f}, {run['high']:.4f}], {run['wall_s']:8.1f} s ({state})",
               flush=True)  # fmt: skip
 
-    try:
+    def runs():
         cfg = profiles.settings("07_sampling_in_practice", profile)
         on_accelerator = jax.default_backend() != "cpu"
         n_chains = cfg.n_chains_many_accelerator if on_accelerator else cfg.n_chains_many
         if out is None and cfg.many_results is None:
             raise ValueError(f"profile {cfg.profile} names no results folder: pass --out")
-        out = out or results.results_dir() / cfg.many_results
-        seeds = tuple(seeds or cfg.many_seeds)
-        print(f"many-chain runs (profile {cfg.profile}, {n_chains} chains) -> {out}", flush=True)
-        start = time.perf_counter()
-        runs = many_chains.seed_study(
-            cfg, seeds, n_chains, results_dir=out, cache_dir=True if cfg.cache else None,
-            profile=cfg.profile, report=report,
+        folder = out or results.results_dir() / cfg.many_results
+        print(f"many-chain runs (profile {cfg.profile}, {n_chains} chains) -> {folder}", flush=True)
+        return many_chains.seed_study(
+            cfg, tuple(seeds or cfg.many_seeds), n_chains, results_dir=folder,
+            cache_dir=True if cfg.cache else None, profile=cfg.profile, report=report,
         )  # fmt: skip
-    except ValueError as error:
-        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
-        return 2
-    print(f"wall time: {time.perf_counter() - start:.1f} s for {len(runs)} seeds")
-    return 0
+
+    return run_study(runs, "seeds")
