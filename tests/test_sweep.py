@@ -139,6 +139,8 @@ def test_merge_replaces_chapters_and_keeps_sources(tmp_path):
     assert merged["sources"][1]["date"] == json.loads(c.read_text())["provenance"]["date"]
     with pytest.raises(ValueError, match="no sweep file"):
         sweep.merge_sweeps([tmp_path / "none.json"], out)
+    with pytest.raises(ValueError, match="is the file merged into"):
+        sweep.merge_sweeps([out, c], out)  # would lose every source of out
     sweep.run_sweep(["03_symmetries"], 3, "quick", a, **quiet)  # 3 seeds: not mergeable
     with pytest.raises(ValueError, match="cannot merge"):
         sweep.merge_sweeps([a], out)

@@ -132,11 +132,14 @@ def merge_sweeps(paths: Sequence[Path], out: Path) -> dict:
     """Merge sweep files of separate runs (e.g. chapters swept side by side) into ``out``.
 
     Chapter by chapter, the runs of a later file replace those of earlier files and of
-    ``out`` itself; the chapters no file brings are kept from ``out``. Each file's
-    provenance is kept under ``sources``, with the chapters it brought. All files must
-    be of one profile and number of seeds.
+    ``out`` itself; the chapters no file brings are kept from ``out``, with their sources.
+    Each file's provenance is kept under ``sources``, with the chapters it brought. All
+    files must be of one profile and number of seeds, and none of them may be ``out``.
     """
     out = Path(out)
+    if any(Path(p).resolve() == out.resolve() for p in paths):
+        # it would replace every chapter of out by itself under out's last provenance
+        raise ValueError(f"{out} is the file merged into (--out): pass only the new sweep files")
     previous = load_sweep(out) or {"runs": {}}
     files = [(Path(p), load_sweep(Path(p))) for p in paths]
     missing = [str(p) for p, f in files if f is None]
