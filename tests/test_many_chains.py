@@ -1,12 +1,13 @@
 """Tests of bnn_posteriors.studies.many_chains ([SAP] §4.3, Figs. 1, 5, 7; C7.3, C7.4)."""
 
+import json
 from types import SimpleNamespace
 
 import jax
 import numpy as np
 import pytest
 
-from bnn_posteriors import diagnostics, metrics
+from bnn_posteriors import diagnostics, metrics, profiles, results
 from bnn_posteriors.studies import many_chains
 
 
@@ -117,7 +118,7 @@ def test_a_seed_run_is_the_chapters_computation(monkeypatch):
 
 
 def test_the_command_runs_seeds_and_resumes(tmp_path, monkeypatch, capsys):
-    from bnn_posteriors import cli, profiles
+    from bnn_posteriors import cli
 
     monkeypatch.setattr(many_chains.data, "load_split", fake_split)
     cfg = tiny_cfg("many")
@@ -135,10 +136,6 @@ def test_the_command_runs_seeds_and_resumes(tmp_path, monkeypatch, capsys):
 def test_committed_seed_runs_hold_the_full_profiles_settings():
     """Every committed seed run is one the full profile reads back (same settings and version),
     from a clean commit, with finite results."""
-    import json
-
-    from bnn_posteriors import profiles, results
-
     full = profiles.settings("07_sampling_in_practice", "full")
     folder = results.results_dir() / full.many_results
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
