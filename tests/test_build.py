@@ -94,6 +94,20 @@ def test_the_build_checked_every_claim_of_the_chapter(chapter):
 
 
 @pytest.mark.parametrize("chapter", sorted(CHAPTERS))
+def test_the_build_checked_every_further_finding_of_the_chapter(chapter):
+    run = build_run(chapter)
+    checked = {(record["id"], record.get("finding")) for record in run}
+    expected = [
+        (c["id"], name)
+        for c in claims.catalogue()
+        if int(c["chapter"]) == chapter
+        for name in c.get("findings", {})
+    ]
+    missing = [key for key in expected if key not in checked]
+    assert not missing, f"chapter {chapter}: the build checked no further finding {missing}"
+
+
+@pytest.mark.parametrize("chapter", sorted(CHAPTERS))
 def test_every_check_of_the_build_has_its_locked_status(chapter):
     run = build_run(chapter)
     unlocked = [

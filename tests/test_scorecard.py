@@ -39,7 +39,12 @@ def test_scorecard_latest_status_and_not_yet_run():
     other = next(row for row in rows if row["id"] == "C1.1")
     assert other["quick"]["status"] == other["full"]["status"] == "not yet run"
     counts = scorecard.summary(rows)
-    assert counts["quick"] == {"reproduced": 1, "not reproduced": 0, "not yet run": 46}
+    assert counts["quick"] == {
+        "reproduced": 1,
+        "not reproduced": 0,
+        "inconclusive": 0,
+        "not yet run": len(claims.catalogue()) - 1,
+    }
     assert counts["full"]["not reproduced"] == 1
     assert "quick: 1 reproduced" in scorecard.summary_text(counts)
 
@@ -47,9 +52,62 @@ def test_scorecard_latest_status_and_not_yet_run():
 def test_a_failed_check_of_the_latest_run_decides_the_status():
     failed = {**record("C1.6", "quick", "not reproduced", "2025-01-02T00:00:00+00:00"), "run": "a"}
     passed = {**record("C1.6", "quick", "reproduced", "2025-01-02T00:00:01+00:00"), "run": "a"}
-    assert scorecard.latest([failed, passed])[("C1.6", "quick")]["status"] == "not reproduced"
+    assert scorecard.latest([failed, passed])[("C1.6", None, "quick")]["status"] == "not reproduced"
     rerun = {**record("C1.6", "quick", "reproduced", "2025-01-03T00:00:00+00:00"), "run": "b"}
-    assert scorecard.latest([failed, passed, rerun])[("C1.6", "quick")]["status"] == "reproduced"
+    key = ("C1.6", None, "quick")
+    assert scorecard.latest([failed, passed, rerun])[key]["status"] == "reproduced"
+
+
+def test_an_inconclusive_check_makes_its_run_inconclusive_unless_one_contradicts():
+    def run_of(*statuses):
+        return [
+            {**record("C2.2", "quick", s, f"2025-01-02T00:00:0{i}+00:00"), "run": "a"}
+            for i, s in enumerate(statuses)
+        ]
+
+    key = ("C2.2", None, "quick")
+    assert scorecard.latest(run_of("reproduced", "inconclusive"))[key]["status"] == "inconclusive"
+    worst = scorecard.latest(run_of("inconclusive", "not reproduced", "reproduced"))[key]
+    assert worst["status"] == "not reproduced"
+
+
+def test_a_further_finding_is_a_row_of_its_own_and_never_the_claims_status(monkeypatch):
+    original = claims.catalogue()
+    name = "linearised-la"
+    patched = [{**c, "findings": {name: "not reproduced"}} if c["id"] == "C6.6" else c
+               for c in original]  # fmt: skip
+    monkeypatch.setattr(claims, "catalogue", lambda: patched)
+    claim = patched[[c["id"] for c in patched].index("C6.6")]
+    paper = {**record(claim["id"], "quick", "reproduced", "2025-01-02T00:00:00+00:00"), "run": "a"}
+    further = {
+        **record(claim["id"], "quick", "not reproduced", "2025-01-02T00:00:01+00:00"),
+        "run": "a",
+        "finding": name,
+        "says": "linearised LA is better",
+    }
+    rows = scorecard.scorecard([paper, further], links={}, seed_counts={})
+    row = next(r for r in rows if r["id"] == claim["id"])
+    assert row["quick"]["status"] == "reproduced"
+    (shown,) = [f for f in row["findings"] if f["name"] == name]
+    assert shown["quick"]["status"] == "not reproduced"
+    text = scorecard.findings_markdown(rows)
+    assert f"*further finding* `{name}` (quick: not reproduced" in text
+    assert "linearised LA is better" in text
+
+
+def test_an_inconclusive_finding_says_why_and_what_would_decide_it():
+    gate = {"passed": False, "why": "the chains did not mix", "decide": "longer chains"}
+    inconclusive = {
+        **record("C2.2", "quick", "inconclusive", "2025-01-02T00:00:00+00:00"),
+        "gate": gate,
+    }
+    rows = scorecard.scorecard([inconclusive], links={}, seed_counts={})
+    row = next(r for r in rows if r["id"] == "C2.2")
+    assert row["quick"]["words"].startswith("the chains did not mix, so the check cannot decide")
+    assert "longer chains" in row["quick"]["words"]
+    assert "? inconclusive" in scorecard.scorecard_markdown(rows)
+    table = scorecard.not_reproduced_markdown(rows)
+    assert "| C2.2 |" in table and "the chains did not mix" in table
 
 
 def test_scorecard_markdown_has_a_row_per_claim():
@@ -57,15 +115,15 @@ def test_scorecard_markdown_has_a_row_per_claim():
     records = [record("C1.2", "quick", "reproduced", "2025-01-03T00:00:00+00:00", long_value)]
     text = scorecard.scorecard_markdown(scorecard.scorecard(records, links={}))
     lines = text.strip().splitlines()
-    assert lines[0].startswith("| Claim | What | Source | quick | seeds reproducing | full |")
+    assert lines[0] == "| Claim | What | quick | full | seeds at the lock |"
     body = lines[2:]
     assert len(body) == len(claims.catalogue())
     for line, claim in zip(body, claims.catalogue(), strict=True):
         assert line.startswith(f"| {claim['id']} |")
-        assert line.count(" | ") == 7
+        assert line.count(" | ") == 4
     row = next(line for line in body if line.startswith("| C1.2 |"))
-    assert "✓ reproduced" in row and "[0, 1, 2, …]" in row
-    assert max(len(line) for line in body) < 250
+    assert "✓ reproduced" in row
+    assert max(len(line) for line in body) < 130  # one compact line per claim
 
 
 def test_claims_does_not_import_scorecard():
@@ -97,7 +155,7 @@ def test_not_reproduced_markdown_lists_only_failures():
     ]
     text = scorecard.not_reproduced_markdown(scorecard.scorecard(records, links={}))
     lines = text.strip().splitlines()
-    assert lines[0] == "| Claim | What was checked | profile | finding | expected |"
+    assert lines[0] == "| Claim | What | profile | status | finding in words |"
     assert len(lines) == 3 and lines[2].startswith("| C1.6 |") and "| full |" in lines[2]
     assert scorecard.not_reproduced_markdown(scorecard.scorecard([], links={})).startswith(
         "Every claim that has been run reproduced"
@@ -115,7 +173,7 @@ def test_summary_markdown_has_a_row_per_profile():
 
 
 def test_scorecard_shows_k_of_n_seeds():
-    rows = scorecard.scorecard([], links={}, seed_counts={"C1.2": (4, 5)})
+    rows = scorecard.scorecard([], links={}, seed_counts={"C1.2": "4 of 5"})
     by_id = {row["id"]: row for row in rows}
     assert by_id["C1.2"]["seeds"] == "4 of 5" and by_id["C1.1"]["seeds"] == ""
     line = next(x for x in scorecard.scorecard_markdown(rows).splitlines() if "| C1.2 |" in x)

@@ -55,8 +55,29 @@ def test_sweep_records_status_and_margin_per_seed(tmp_path):
     assert not row["robust"]
     # the third seed's status is not C3.4's lock: that seed would fail the build
     assert row["locked"] == "reproduced" and row["at_lock"] == 2
-    assert sweep.seeds_by_claim(result) == {"C3.4": (2, 3)}
+    assert sweep.seeds_by_claim(result) == {"C3.4": "2 of 3"}
     assert "2 of 3" in sweep.sweep_markdown(result)
+
+
+def test_a_check_decided_on_committed_results_is_marked_not_robust(tmp_path):
+    seeds = sweep.seeds("03_symmetries", 3)
+
+    def execute(path, profile, seed):
+        claims.check("C3.4", 0.777, expect=0.777, tol=0.01, committed="results/x.json")
+        return 0
+
+    result = sweep.run_sweep(
+        ["03_symmetries"], 3, "quick", tmp_path / "s.json", execute=execute, log=lambda _: None
+    )
+    (row,) = sweep.summarise(result)
+    assert row["committed"] and not row["robust"] and row["at_lock"] == len(seeds)
+    assert sweep.seeds_by_claim(result) == {"C3.4": sweep.COMMITTED}
+    for run in result["runs"].values():  # swept before the claim's lock changed
+        run["checks"][0]["locked"] = "not reproduced"
+    assert sweep.seeds_by_claim(result) == {"C3.4": sweep.STALE}
+    assert "decided on committed results (seed-independent)" in sweep.sweep_markdown(result)
+    commits = sweep.chapter_commits(result)
+    assert list(commits) == ["03_symmetries"] and commits["03_symmetries"]
 
 
 def test_robust_needs_a_margin_above_the_spread(tmp_path):

@@ -1,10 +1,21 @@
-"""Claim checks: decide, record and lock whether a claim of ``CLAIMS.md`` reproduces.
+"""Claim checks: decide, record and lock whether a claim of the catalogue reproduces.
+
+The catalogue is ``claims.toml``: per claim the paper's sentence, the book's operational
+reading, why that reading is faithful, and the locked status. A check has three outcomes:
+
+- **reproduced**: the evidence supports the paper's statement, with a margin;
+- **not reproduced**: the evidence contradicts it;
+- **inconclusive**: the book cannot decide (a :class:`Gate` that the evidence must pass
+  first, such as mixed chains, failed); the record says why and what would decide it.
 
 A chapter calls :func:`check` once per claim, e.g. ``check("C3.4", root, expect=0.777,
-tol=1e-3)`` or ``check("C1.5", nu_by_depth, rule="non-increasing")``. Each call appends
-one JSON line to ``<claims_dir>/<profile>/<chapter>.jsonl`` and raises :class:`ClaimError`
-when the measured status differs from the status locked in ``claims.toml``, so that no
-result changes unseen. :mod:`bnn_posteriors.scorecard` builds the book's scorecard from
+tol=1e-3)`` or ``check("C1.5", nu_by_depth, rule="non-increasing")``. A check the book
+adds beyond the paper is a *further finding*: ``check("C6.6", value, ...,
+finding="linearised-la")``, locked separately under the claim's ``findings`` table and
+never part of the claim's status. Each call appends one JSON line to
+``<claims_dir>/<profile>/<chapter>.jsonl`` and raises :class:`ClaimError` when the
+measured status differs from the status locked in ``claims.toml``, so that no result
+changes unseen. :mod:`bnn_posteriors.scorecard` builds the book's scorecard from
 the records; :func:`short` and :func:`expectation` format a record's value and expectation
 for the unlock message and the scorecard alike.
 """
@@ -19,8 +30,11 @@ import os
 import platform
 import tomllib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from bnn_posteriors import claim_rules, profiles, provenance
 from bnn_posteriors.claim_rules import margin  # noqa: F401 (re-exported: the sweep calls it)
@@ -28,8 +42,9 @@ from bnn_posteriors.provenance import repo_root  # re-exported: chapters import 
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
+INCONCLUSIVE = "inconclusive"
 NOT_YET_RUN = "not yet run"
-STATUSES = (REPRODUCED, NOT_REPRODUCED)
+STATUSES = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
 
 _SIGNIFICANT = 6  # significant digits of the floats stored in a record
 
@@ -43,33 +58,65 @@ class ClaimError(AssertionError):
     """A claim's measured status differs from the status locked in ``claims.toml``."""
 
 
+@dataclass(frozen=True)
+class Gate:
+    """A condition the evidence must meet before a check can decide its claim.
+
+    ``passed``: whether it is met; ``why``: what was measured, in words a reader
+    understands ("the chains did not mix: median ESS 11 of 5 000 draws"); ``decide``:
+    what would decide the claim ("chains with a median ESS of at least 100"). A check
+    whose gate fails is *inconclusive*, whatever its rule finds.
+    """
+
+    passed: bool
+    why: str
+    decide: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.passed, bool | np.bool_):
+            raise TypeError(f"Gate.passed must be a bool, got {self.passed!r}")
+        if not (str(self.why).strip() and str(self.decide).strip()):
+            raise ValueError(
+                "a Gate needs why= (what was measured) and decide= (what would decide it)"
+            )
+
+
 # --------------------------------------------------------------------------- catalogue
 
 
 @functools.cache
 def _read_catalogue() -> tuple[dict, ...]:
     text = importlib.resources.files("bnn_posteriors").joinpath("claims.toml").read_text("utf-8")
-    claims = tuple(tomllib.loads(text).get("claim", []))
+    return validated(tuple(tomllib.loads(text).get("claim", [])))
+
+
+def validated(claims: tuple[dict, ...]) -> tuple[dict, ...]:
+    """The catalogue's claims, each checked for its fields and its locks (ValueError)."""
     for claim in claims:
         missing = {"id", "chapter", "title", "source", "locked"} - set(claim)
         if missing:
             raise ValueError(f"claims.toml: claim {claim!r} lacks {sorted(missing)}")
-        if claim["locked"] not in STATUSES:
-            raise ValueError(
-                f"claims.toml: claim {claim['id']} is locked as {claim['locked']!r}; "
-                f"use one of {STATUSES}"
-            )
+        for name, locked in {"": claim["locked"], **claim.get("findings", {})}.items():
+            if locked not in STATUSES:
+                what = f"finding {name!r} of claim" if name else "claim"
+                raise ValueError(
+                    f"claims.toml: {what} {claim['id']} is locked as {locked!r}; "
+                    f"use one of {STATUSES}"
+                )
     return claims
 
 
 def catalogue() -> list[dict]:
-    """The claims of ``claims.toml`` in order: dicts with id, chapter, title, source, locked."""
+    """The claims of ``claims.toml`` in order: dicts with id, chapter, title, source, locked,
+    the paper's ``sentence``, the book's ``reading``, why it is ``faithful``, and the locks
+    of its further ``findings`` (name → status; empty if none)."""
     return [dict(claim) for claim in _read_catalogue()]
 
 
 def _claim(claim_id: str) -> dict:
     for claim in catalogue():
         if claim["id"] == claim_id:
+            claim.setdefault("findings", {})
             return claim
     raise ValueError(
         f"unknown claim id {claim_id!r}; the ids are those of claims.toml (e.g. 'C1.4')"
@@ -142,11 +189,26 @@ class Record(dict):
 
 
 def summary_line(record: dict) -> str:
-    """'C2.1 reproduced: measured 2.3e-07, expected > -1e-09' for a record."""
-    return (
-        f"{record['id']} {record['status']}: measured {short(record.get('value'), 60)}, "
+    """'C2.1 reproduced: measured 2.3e-07, expected > -1e-09' for a record (its finding's
+    name after the id, and the gate's reason when it is inconclusive)."""
+    name = record["id"] + (f" [{record['finding']}]" if record.get("finding") else "")
+    line = (
+        f"{name} {record['status']}: measured {short(record.get('value'), 60)}, "
         f"expected {expectation(record, width=60)}"
     )
+    gate = record.get("gate")
+    if record["status"] == INCONCLUSIVE and gate:
+        line += f"; {gate['why']}, so the check cannot decide (would decide: {gate['decide']})"
+    return line
+
+
+def in_words(record: dict) -> str:
+    """The finding of a record in words: the check's ``says``, the failed gate's reason and
+    what would decide it, else the rule's message."""
+    gate = record.get("gate")
+    if record.get("status") == INCONCLUSIVE and gate:
+        return f"{gate['why']}, so the check cannot decide; what would decide it: {gate['decide']}"
+    return record.get("says") or record.get("message", "")
 
 
 def check(
@@ -158,6 +220,10 @@ def check(
     tol: float | None = None,
     rtol: float | None = None,
     note: str = "",
+    says: str = "",
+    gate: Gate | None = None,
+    finding: str | None = None,
+    committed: str | None = None,
     seed: int | None = None,
 ) -> dict:
     """Check a claim, append its record and return it; raise ClaimError if it unlocks.
@@ -165,18 +231,38 @@ def check(
     Rules: ``approx`` (|value − expect| ≤ max(tol, rtol·|expect|), elementwise),
     ``greater``/``less`` (value > / < expect, elementwise), ``non-increasing``,
     ``non-decreasing``, ``increasing``, ``decreasing`` (over a 1-D sequence; the last
-    two strictly) and ``true`` (a bool or all of an array of bools). ``seed`` is
-    recorded as given, else ``$BNN_SEED``, else null. A NaN value does not reproduce.
-    The record carries the check's :func:`margin`. Under ``$BNN_CLAIMS_RECORD_ONLY=1``
-    (the seed sweep) an unlocked status is recorded but not raised.
+    two strictly) and ``true`` (a bool or all of an array of bools). A NaN value does
+    not reproduce. The status is "reproduced" or "not reproduced" as the rule finds,
+    unless ``gate`` failed: then "inconclusive" (the rule's outcome is still recorded).
+
+    ``says``: the finding in one sentence a reader understands (the scorecard shows it);
+    ``note``: what was measured, in detail. ``finding``: the name of a further finding
+    (a check beyond the paper's statement, locked under the claim's ``findings``), or
+    None for the paper's claim. ``committed``: the committed results file(s) the value
+    was read from, when the check decides on them (its value cannot vary with the seed).
+    ``seed`` is recorded as given, else ``$BNN_SEED``, else null. The record carries the
+    check's :func:`margin`. Under ``$BNN_CLAIMS_RECORD_ONLY=1`` (the seed sweep) an
+    unlocked status is recorded but not raised.
     """
     claim = _claim(claim_id)
+    if finding is not None and finding not in claim["findings"]:
+        known = sorted(claim["findings"]) or "none"
+        raise ValueError(
+            f"claim {claim_id} has no further finding {finding!r} in claims.toml; "
+            f"its findings: {known}"
+        )
+    if gate is not None and not isinstance(gate, Gate):
+        raise TypeError(f"gate must be a claims.Gate, got {type(gate).__name__}")
     claim_rules.validate(rule, expect, tol, rtol)
     reproduced, message = claim_rules.evaluate(rule, value, expect, tol, rtol)
     status = REPRODUCED if reproduced else NOT_REPRODUCED
+    if gate is not None and not gate.passed:
+        status = INCONCLUSIVE
+    locked = claim["locked"] if finding is None else claim["findings"][finding]
     root = repo_root()
     record = {
         "id": claim_id,
+        "finding": finding,
         "chapter": int(claim["chapter"]),
         "profile": profiles.profile_name(),
         "seed": _seed(seed, int(claim["chapter"])),
@@ -189,8 +275,13 @@ def check(
         "reproduced": reproduced,
         "margin": to_json(margin(rule, value, expect, tol, rtol)),
         "status": status,
-        "locked": claim["locked"],
+        "locked": locked,
+        "gate": None
+        if gate is None
+        else {"passed": bool(gate.passed), "why": gate.why, "decide": gate.decide},
+        "committed": committed,
         "message": message,
+        "says": says,
         "note": note,
         "time": provenance.now("microseconds"),
         "git_commit": provenance.git_commit(root),
@@ -199,7 +290,7 @@ def check(
     }
     record = Record(record)
     append_record(record)
-    if status != claim["locked"] and not record_only():
+    if status != locked and not record_only():
         raise ClaimError(_unlock_message(claim, record))
     return record
 
@@ -215,13 +306,15 @@ def append_record(record: dict, directory: Path | None = None) -> Path:
 
 
 def _unlock_message(claim: dict, record: dict) -> str:
+    what = f"further finding {record['finding']!r} of claim" if record.get("finding") else "claim"
     return (
-        f"claim {claim['id']} ({claim['title']}; {claim['source']}) measured "
+        f"{what} {claim['id']} ({claim['title']}; {claim['source']}) measured "
         f"{record['status']!r} in the {record['profile']} profile, but claims.toml locks "
-        f"{claim['locked']!r}.\n"
+        f"{record['locked']!r}.\n"
         f"  measured: {short(record['value'], 200)}\n"
         f"  expected: {expectation(record)}\n"
         f"  detail:   {record['message']}\n"
+        f"  finding:  {in_words(record)}\n"
         "A change of status must be explained in the chapter and locked in claims.toml "
         "(src/bnn_posteriors/claims.toml); the record was written to "
         f"{record_path(record['id'], record['profile'])}."

@@ -250,9 +250,11 @@ def run_sweep(
         return 2
     rows = sweep.summarise(result)
     print(sweep.sweep_markdown(result))
-    fragile = [f"{row['id']} ({row['index'] + 1})" for row in rows if not row["robust"]]
-    print(f"{len(rows) - len(fragile)} of {len(rows)} checks robust" + (
-        f"; not robust: {', '.join(fragile)}" if fragile else ""))  # fmt: skip
+    swept = [row for row in rows if not row["committed"]]
+    fragile = [f"{row['id']} ({row['index'] + 1})" for row in swept if not row["robust"]]
+    print(f"{len(swept) - len(fragile)} of {len(swept)} checks robust" + (
+        f"; not robust: {', '.join(fragile)}" if fragile else "") + (
+        f"; {len(rows) - len(swept)} decided on committed results (seed-independent)"))  # fmt: skip
     return 0
 
 
@@ -275,7 +277,8 @@ def print_claims(profile: str | None = None) -> int:
     return 0
 
 
-_TERSE = {claims.NOT_REPRODUCED: "not reprod."}  # status words that fit 11 columns
+# status words that fit 11 columns
+_TERSE = {claims.NOT_REPRODUCED: "not reprod.", claims.INCONCLUSIVE: "inconclus."}
 
 
 def scorecard_text(rows: Sequence[dict], shown: Sequence[str] = profiles.PROFILES) -> str:

@@ -44,12 +44,14 @@ def run_key(chapter: str, seed: int) -> str:
 
 
 def checks_of(records: Sequence[dict]) -> list[dict]:
-    """The checks of one chapter run, in order, numbered per claim (``index``), with margins."""
-    counts: dict[str, int] = {}
+    """The checks of one chapter run, in order, numbered per claim and further finding
+    (``index``), with margins; ``committed`` marks a check decided on committed results."""
+    counts: dict[tuple[str, str | None], int] = {}
     rows = []
     for record in records:
-        index = counts.get(record["id"], 0)
-        counts[record["id"]] = index + 1
+        key = (record["id"], record.get("finding"))
+        index = counts.get(key, 0)
+        counts[key] = index + 1
         margin = record.get("margin")
         if "margin" not in record and record.get("rule") is not None:
             margin = claims.margin(
@@ -59,9 +61,11 @@ def checks_of(records: Sequence[dict]) -> list[dict]:
         rows.append(
             {
                 "id": record["id"],
+                "finding": record.get("finding"),
                 "index": index,
                 "status": record["status"],
                 "locked": record.get("locked"),
+                "committed": bool(record.get("committed")),
                 "margin": margin,
                 "measured": claims.short(record.get("value"), 40),
                 "expected": claims.expectation(record, width=40),
@@ -186,15 +190,17 @@ def load_sweep(path: Path | None = None, profile: str = "quick") -> dict | None:
 
 
 def summarise(sweep: dict) -> list[dict]:
-    """One row per check (claim id, index) over the seeds of its chapter.
+    """One row per check (claim id, further finding, index) over the seeds of its chapter.
 
-    Each row: ``id``, ``index``, ``seeds``, ``statuses`` (one per seed, "missing" where the
-    run stopped before the check), ``reproduced`` (how many), ``margins``, ``min_margin``,
-    ``spread`` (sd of the margins over seeds), ``robust``: every seed gives the same
-    status and every margin is farther from 0 than the spread (for a margin-less boolean
-    check, or margins that do not change with the seed: the same status on every seed),
-    ``locked`` (the claim's lock) and ``at_lock``: the seeds whose status is the lock. A
-    seed whose status is not the lock fails the book's build.
+    Each row: ``id``, ``finding`` (None for the paper's claim), ``index``, ``seeds``,
+    ``statuses`` (one per seed, "missing" where the run stopped before the check),
+    ``reproduced`` (how many), ``margins``, ``min_margin``, ``spread`` (sd of the margins
+    over seeds), ``committed`` (decided on committed results: its value cannot vary with
+    the seed), ``robust``: every seed gives the same status and every margin is farther
+    from 0 than the spread (for a margin-less boolean check, or margins that do not change
+    with the seed: the same status on every seed; a committed check is never called
+    robust, since the seed cannot move it), ``locked`` (the lock) and ``at_lock``: the
+    seeds whose status is the lock. A seed whose status is not the lock fails the build.
     """
     by_chapter: dict[str, list[dict]] = {}
     for run in sweep["runs"].values():
@@ -205,35 +211,37 @@ def summarise(sweep: dict) -> list[dict]:
         keys = []
         for run in chapter_runs:
             for c in run["checks"]:
-                if (c["id"], c["index"]) not in keys:
-                    keys.append((c["id"], c["index"]))
-        for claim_id, index in keys:
+                if _check_key(c) not in keys:
+                    keys.append(_check_key(c))
+        for key in keys:
             found = [
-                next((c for c in run["checks"] if (c["id"], c["index"]) == (claim_id, index)), None)
+                next((c for c in run["checks"] if _check_key(c) == key), None)
                 for run in chapter_runs
             ]
             statuses = [c["status"] if c else "missing" for c in found]
             margins = [c["margin"] if c else None for c in found]
             numeric = np.array([m for m in margins if isinstance(m, int | float)], dtype=float)
-            k = statuses.count(claims.REPRODUCED)
             spread = float(numeric.std(ddof=1)) if numeric.size > 1 else None
-            min_margin = float(numeric.min()) if numeric.size else None
-            robust = "missing" not in statuses and len(set(statuses)) == 1
+            committed = any(c.get("committed") for c in found if c)
+            robust = "missing" not in statuses and len(set(statuses)) == 1 and not committed
             if numeric.size and spread:  # margins that do not vary with the seed are robust
                 robust = robust and float(np.abs(numeric).min()) > spread
             locked = next((c["locked"] for c in found if c and c.get("locked")), None)
             rows.append(
                 {
-                    "id": claim_id,
-                    "index": index,
+                    "id": key[0],
+                    "finding": key[1],
+                    "index": key[2],
+                    "chapter": chapter,
                     "seeds": [run["seed"] for run in chapter_runs],
                     "statuses": statuses,
-                    "reproduced": k,
+                    "reproduced": statuses.count(claims.REPRODUCED),
                     "locked": locked,
                     "at_lock": statuses.count(locked) if locked else None,
                     "margins": margins,
-                    "min_margin": min_margin,
+                    "min_margin": float(numeric.min()) if numeric.size else None,
                     "spread": spread,
+                    "committed": committed,
                     "robust": bool(robust),
                     "expected": next((c["expected"] for c in found if c), ""),
                 }
@@ -241,34 +249,67 @@ def summarise(sweep: dict) -> list[dict]:
     return rows
 
 
-def seeds_by_claim(sweep: dict | None) -> dict[str, tuple[int, int]]:
-    """Per claim id: (seeds on which every check of the claim reproduced, seeds run)."""
+def _check_key(check: dict) -> tuple[str, str | None, int]:
+    return check["id"], check.get("finding"), check["index"]
+
+
+COMMITTED = "committed results (seed-independent)"
+STALE = "stale: swept against another lock"
+
+
+def seeds_by_claim(sweep: dict | None) -> dict[str, str]:
+    """Per claim id (its own checks, not its further findings): "k of n", the seeds on
+    which every check had the claim's locked status, :data:`COMMITTED` when every check
+    of the claim decides on committed results (the seed cannot move them), or
+    :data:`STALE` when the sweep ran the claim against another lock than today's."""
     if not sweep:
         return {}
-    per_claim: dict[str, list[list[str]]] = {}
+    per_claim: dict[str, list[dict]] = {}
     for row in summarise(sweep):
-        per_claim.setdefault(row["id"], []).append(row["statuses"])
-    counts = {}
-    for claim_id, status_lists in per_claim.items():
-        by_seed = list(zip(*status_lists, strict=True))
-        ok = sum(all(s == claims.REPRODUCED for s in seed) for seed in by_seed)
-        counts[claim_id] = (ok, len(by_seed))
-    return counts
+        if row["finding"] is None:
+            per_claim.setdefault(row["id"], []).append(row)
+    today = {claim["id"]: claim["locked"] for claim in claims.catalogue()}
+    cells = {}
+    for claim_id, rows in per_claim.items():
+        if any(row["locked"] not in (None, today.get(claim_id)) for row in rows):
+            cells[claim_id] = STALE
+            continue
+        if all(row["committed"] for row in rows):
+            cells[claim_id] = COMMITTED
+            continue
+        by_seed = list(zip(*(row["statuses"] for row in rows), strict=True))
+        locks = [row["locked"] for row in rows]
+        ok = sum(all(s == lock for s, lock in zip(seed, locks, strict=True)) for seed in by_seed)
+        cells[claim_id] = f"{ok} of {len(by_seed)}"
+    return cells
+
+
+def chapter_commits(sweep: dict | None) -> dict[str, str]:
+    """The commit each chapter's runs of a sweep file came from (chapter → commit)."""
+    if not sweep:
+        return {}
+    chapters = sorted({run["chapter"] for run in sweep["runs"].values()})
+    commits = dict.fromkeys(chapters, sweep.get("provenance", {}).get("commit", "?"))
+    for source in sweep.get("sources", []):
+        for chapter in source["chapters"]:
+            commits[chapter] = source.get("commit", "?")
+    return commits
 
 
 def sweep_markdown(sweep: dict | None) -> str:
     """The sweep as a Markdown table: one row per check, statuses, smallest margin, spread."""
     if not sweep:
         return "No seed sweep has been committed yet (`bnn-posteriors sweep`).\n"
-    header = ("check", "seeds reproducing", "seeds at the lock", "expected", "smallest margin",
-              "spread (sd)", "robust")  # fmt: skip
+    header = ("check", "seeds at the lock", "expected", "smallest margin", "spread (sd)",
+              "robust")  # fmt: skip
     rows = []
     for row in summarise(sweep):
-        name = row["id"] + (f" ({row['index'] + 1})" if row["index"] else "")
-        at_lock = "—" if row["at_lock"] is None else row["at_lock"]
+        name = row["id"] + (f" [{row['finding']}]" if row["finding"] else "")
+        name += f" ({row['index'] + 1})" if row["index"] else ""
+        at_lock = "—" if row["at_lock"] is None else f"{row['at_lock']} of {len(row['statuses'])}"
+        robust = "decided on " + COMMITTED if row["committed"] else "yes" if row["robust"] else "no"
         rows.append((
-            name, f"{row['reproduced']} of {len(row['statuses'])}", at_lock, row["expected"],
-            tables.number(row["min_margin"], ".3g"), tables.number(row["spread"], ".3g"),
-            "yes" if row["robust"] else "no",
+            name, at_lock, row["expected"], tables.number(row["min_margin"], ".3g"),
+            tables.number(row["spread"], ".3g"), robust,
         ))  # fmt: skip
     return tables.markdown_table(header, rows)
