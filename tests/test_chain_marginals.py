@@ -6,7 +6,7 @@ import jax
 import numpy as np
 import pytest
 
-from bnn_posteriors import diagnostics
+from bnn_posteriors import claims, diagnostics
 from bnn_posteriors.studies import chain_marginals
 
 RNG = np.random.default_rng(0)
@@ -41,12 +41,49 @@ def test_dip_pass_rate_separates_unimodal_from_bimodal():
         chain_marginals.dip_pass_rate(unimodal, 1.5)
 
 
-def test_unimodality_gate_value_and_note():
-    value, note = chain_marginals.unimodality_gate(
-        [(0.9, None, 50.0), (0.45, None, 200.0)], 0.9, 100, 1000, "u"
-    )
-    np.testing.assert_allclose(value, [1.0, 0.5, 0.5, 2.0])
-    assert note.startswith("u: [pass rate / 0.9") and "of 1000 draws" in note
+def test_mixing_gate_fails_on_unmixed_chains_and_passes_on_mixed_ones():
+    # A broken input: random walks (chains that drift, as the 64-neuron chains do) against
+    # independent draws. Both pass the dip test's bar or not by chance; only the gate tells.
+    mixed = RNG.normal(size=(4, 400, 3))
+    drifting = np.cumsum(RNG.normal(size=(4, 400, 3)), axis=1)
+    ess = {"mixed": diagnostics.within_chain_ess(mixed),
+           "drifting": diagnostics.within_chain_ess(drifting)}  # fmt: skip
+    assert ess["mixed"] > 100 > ess["drifting"]
+    ok = chain_marginals.mixing_gate({"mixed": ess["mixed"]}, 100, 400)
+    assert ok.passed and ok.why.startswith("the chains mix")
+    bad = chain_marginals.mixing_gate(ess, 100, 400)
+    assert not bad.passed and bad.why.startswith("the chains did not mix")
+    assert "drifting: about" in bad.decide and "mixed: about" not in bad.decide
+    np.testing.assert_allclose(list(chain_marginals.gate_ess(bad.why).values()),
+                               [ess["mixed"], ess["drifting"]], atol=0.05)  # fmt: skip
+    with pytest.raises(ValueError, match="at least one"):
+        chain_marginals.mixing_gate({}, 100, 400)
+    with pytest.raises(ValueError, match="mixing gate"):
+        chain_marginals.gate_ess("something else")
+
+
+def test_a_failed_mixing_gate_makes_the_check_inconclusive(tmp_path, monkeypatch):
+    monkeypatch.setenv("BNN_CLAIMS_DIR", str(tmp_path))
+    monkeypatch.setenv("BNN_CLAIMS_RECORD_ONLY", "1")
+    gate = chain_marginals.mixing_gate({"u at H = 64": 11.5}, 100, 5000)
+    record = claims.check("C2.2", [0.95, 0.95], rule="greater", expect=0.9, gate=gate)
+    assert record["reproduced"] and record["status"] == claims.INCONCLUSIVE
+    assert "4.35e+04" in record["gate"]["decide"]  # 100 · 5000 / 11.5 draws per chain
+    # Where the chains mix the rule decides, either way.
+    mixed = chain_marginals.mixing_gate({"u at H = 8": 2958.2}, 100, 5000)
+    for rates, status in (([0.95], claims.REPRODUCED), ([0.6], claims.NOT_REPRODUCED)):
+        record = claims.check("C2.2", rates, rule="greater", expect=0.9, gate=mixed)
+        assert record["status"] == status
+
+
+def test_committed_values_read_both_record_layouts():
+    gate = chain_marginals.mixing_gate({"u at H = 8": 2958.2, "u at H = 64": 11.5}, 100, 5000)
+    new = {"value": [0.956, 0.6], "gate": {"passed": False, "why": gate.why, "decide": "x"}}
+    old = {"value": [1.0625, 0.666667, 29.582, 0.115], "gate": None}
+    assert chain_marginals.committed_values(new, 2, 100) == ([0.956, 0.6], [2958.2, 11.5])
+    measures, ess = chain_marginals.committed_values(old, 2, 100, bar=0.9)
+    np.testing.assert_allclose(measures, [0.95625, 0.6], atol=1e-6)
+    np.testing.assert_allclose(ess, [2958.2, 11.5])
 
 
 def test_chain_summaries_size_and_spread():

@@ -345,3 +345,9 @@ def test_record_only_mode_records_without_raising(claims_dir, monkeypatch):
     monkeypatch.setenv("BNN_CLAIMS_RECORD_ONLY", "0")
     with pytest.raises(claims.ClaimError):
         claims.check("C3.4", 0.9, expect=0.777, tol=0.01)
+
+
+def test_a_finding_without_words_is_said_by_its_note_value_and_expectation(claims_dir):
+    record = claims.check("C1.1", 1e-15, expect=0.0, tol=1e-12, note="max change of the NLL")
+    words = claims.in_words(record)
+    assert words.startswith("max change of the NLL: measured 1e-15, expected ≈ 0 ± 1e-12")

@@ -104,7 +104,11 @@ def test_hyperbola_fits_and_adjusted_prior_scan_plumbing():
         "plain": (2,),
         "adjusted": (2,),
         "theta0": (2,),
+        "loc": (2, 2),
+        "scale": (2, 2),
     }
+    np.testing.assert_allclose(scan[1.0]["theta0"], np.abs(scan[1.0]["loc"].prod(axis=1)))
+    assert np.all(np.abs(scan[1.0]["scale"] - 1.0) <= 1.0 / np.sqrt(0.9) - 1.0 + 1e-12)
     assert scan[1.0]["nu_star"] == abs(theory.mfvi_two_layer_optimum(X, Y, SIGMA, 1.0)["nu"])
     key_fit = jax.random.fold_in(keys[2], 0)  # the key of the first τ²
     plain = narrow_posterior.mfvi_abs_nu(key_fit, X, Y, SIGMA, 1.0, num_steps=300)
@@ -138,3 +142,54 @@ def test_trap_summary_counts_runs_short_of_the_optimum():
     tau = np.sqrt(0.75 / 1.1)
     assert out["jitter"][0] == abs(theory.mfvi_two_layer_optimum(X, Y, SIGMA, tau)["nu"])
     assert len(out["jitter"]) == 3
+
+
+def test_adjusted_elbo_is_the_plain_elbo_at_the_plain_prior():
+    mu, s = np.array([0.3, -0.7]), np.array([0.2, 0.4])
+    np.testing.assert_allclose(
+        narrow_posterior.adjusted_elbo(mu, s, X, Y, SIGMA, np.zeros(2), np.full(2, TAU)),
+        theory.mfvi_elbo(mu, s, X, Y, SIGMA, TAU),
+        rtol=1e-12,
+    )
+
+
+def test_gradient_at_zero_vanishes_for_the_plain_prior_only():
+    loc = np.array([[0.0, 0.0], [0.05, -0.02], [1e-3, 0.0]])
+    scale = np.array([[TAU, TAU], [0.9, 1.1], [1.0, 1.0]])
+    grad = narrow_posterior.gradient_at_zero(X, Y, SIGMA, loc, scale, 0.3)
+    assert grad[0] == 0.0  # the sign flip w -> -w keeps mu = 0 stationary
+    np.testing.assert_allclose(grad, np.linalg.norm(loc / scale**2, axis=1), rtol=1e-10)
+    with pytest.raises(ValueError, match="priors, 2"):
+        narrow_posterior.gradient_at_zero(X, Y, SIGMA, loc, scale[:, :1], 0.3)
+
+
+def test_convergence_gain_compares_where_plain_mfvi_is_trapped():
+    def scan(plain_hi, adjusted_hi):
+        return {
+            0.1: {"plain": np.zeros(3), "adjusted": np.zeros(3), "nu_star": 0.0},
+            1.0: {"plain": np.array([0.1, 0.1, 0.8]), "adjusted": np.array([0.7, 0.8, 0.8]),
+                  "nu_star": 0.8},
+            2.0: {"plain": np.full(3, plain_hi), "adjusted": np.full(3, adjusted_hi),
+                  "nu_star": 0.9},
+        }  # fmt: skip
+
+    trap = narrow_posterior.trap_summary(scan(0.9, 0.3), 0.5, X, Y, SIGMA, jitter_ratio=1.5,
+                                         eps=0.1)  # fmt: skip
+    out = narrow_posterior.convergence_gain(trap)
+    assert out["trapped"] == [1.0] and out["at"] == [1.0]  # plain median 0.1 < 0.8 / 2
+    np.testing.assert_allclose(out["adjusted"], [1.0])  # out of the trap: >= 0.5 of nu*
+    np.testing.assert_allclose(out["plain"], [0.1 / 0.8])
+    np.testing.assert_allclose(out["gain"], [0.8 / 0.8 - 0.1 / 0.8])
+    # No trap: the comparison is made where plain gets least far, and can come out negative
+    # (a broken input for the rule: adjusted runs worse than plain ones).
+    no_trap = scan(0.9, 0.3)
+    no_trap[1.0]["plain"] = np.array([0.7, 0.75, 0.8])
+    trap = narrow_posterior.trap_summary(no_trap, 0.5, X, Y, SIGMA, jitter_ratio=1.5, eps=0.1)
+    out = narrow_posterior.convergence_gain(trap)
+    assert out["trapped"] == [] and out["at"] == [1.0]
+    trap = narrow_posterior.trap_summary(scan(0.85, 0.3), 1.5, X, Y, SIGMA, jitter_ratio=1.5,
+                                         eps=0.1)  # fmt: skip
+    out = narrow_posterior.convergence_gain(trap)
+    assert out["at"] == [2.0] and out["gain"][0] < 0 and out["adjusted"][0] < 0.5
+    with pytest.raises(ValueError, match="trap_level"):
+        narrow_posterior.convergence_gain(trap, trap_level=0.0)

@@ -150,3 +150,78 @@ def test_committed_cells_are_all_the_cells_or_none(tmp_path, monkeypatch):
     assert all(c["read"] for c in cells)
     monkeypatch.setattr(study, "chapter_results_dir", lambda cfg: None)
     assert study.committed_cells(cfg) is None
+
+
+def rank_cells(lppd_rows, rmse_rows=None, grid=(10.0, 1.0, 0.1, 0.25), depths=None):
+    """Cells with only what the rank clauses read (grid, depth, LPPD, RMSE per scale)."""
+    rmse_rows = [[-v for v in row] for row in lppd_rows] if rmse_rows is None else rmse_rows
+    depths = [1 + i % 2 for i in range(len(lppd_rows))] if depths is None else depths
+    return [{"settings": {"grid": list(grid), "depth": d}, "lppd": list(a), "rmse": list(b)}
+            for a, b, d in zip(lppd_rows, rmse_rows, depths, strict=True)]  # fmt: skip
+
+
+def test_cell_ranks_put_the_best_scale_first():
+    np.testing.assert_array_equal(
+        study.cell_ranks([[0.2, 0.5, -0.5]], higher_is_better=True), [[2, 1, 3]]
+    )
+    np.testing.assert_array_equal(
+        study.cell_ranks([[0.2, 0.5, -0.5]], higher_is_better=False), [[2, 3, 1]]
+    )
+    with pytest.raises(ValueError, match="cells, scales"):
+        study.cell_ranks([0.2, 0.5], higher_is_better=True)
+
+
+def test_three_way_decides_a_conjunction_only_when_the_evidence_does():
+    assert study.three_way([1, 2], [3, 4])["outcome"] == "reproduced"
+    out = study.three_way([1, -2], [3, 4])  # one statement undecided, none contradicted
+    assert out["outcome"] == "inconclusive" and not out["decided"]
+    out = study.three_way([-1, -2], [3, -1])  # one contradicted decides, whatever the rest
+    assert out["outcome"] == "not reproduced" and out["decided"]
+
+
+def test_rank_clauses_reproduce_when_scale_1_ranks_best_and_glorot_below_it():
+    # grid (paper's 10, 1, 0.1; then Glorot 0.25): scale 1 first, Glorot between 1 and 10
+    cells = rank_cells([[0.2 + 0.01 * i, 0.5, -0.5, 0.3] for i in range(6)])
+    out = study.rank_clauses(np.random.default_rng(0), cells, 3, num_resamples=500)
+    assert out["middle"] == 2.0 and out["n_cells"] == 6
+    # advantage over the middle rank 2, over 0.1 (rank 3), 10 (rank 2), Glorot (rank 2 of 4)
+    np.testing.assert_allclose(out["mean"], [1, 2, 1, 1] * 2)
+    assert out["outcome"] == "reproduced" and out["decided"]
+    assert out["depth_rank_1"] == {"LPPD": {1: 1.0, 2: 1.0}, "RMSE": {1: 1.0, 2: 1.0}}
+
+
+def test_rank_clauses_fail_when_scale_1_ranks_last():
+    """The broken input of the chapter's check: scale 1 last in every cell."""
+    cells = rank_cells([[0.6, -0.9, 0.4, 0.5] for _ in range(6)])
+    out = study.rank_clauses(np.random.default_rng(0), cells, 3, num_resamples=500)
+    np.testing.assert_allclose(out["mean"][:4], [-1, -1, -2, -2])
+    assert out["contradicted"][0] and out["outcome"] == "not reproduced" and out["decided"]
+
+
+def test_rank_clauses_are_inconclusive_when_glorot_ranks_on_both_sides_of_1():
+    better = [[0.2, 0.5, -0.5, 0.6]] * 3  # Glorot first: 1 second
+    worse = [[0.2, 0.5, -0.5, 0.3]] * 3
+    out = study.rank_clauses(np.random.default_rng(0), rank_cells(better + worse), 3,
+                             num_resamples=500)  # fmt: skip
+    assert out["low"][3] < 0 < out["high"][3] and out["outcome"] == "inconclusive"
+    assert not out["decided"] and out["supported"][:3].all()
+
+
+def test_rank_clauses_reject_grids_without_the_scales():
+    cells = rank_cells([[0.2, 0.5, -0.5, 0.3]] * 2)
+    with pytest.raises(ValueError, match="not in the cells' grid"):
+        study.rank_clauses(np.random.default_rng(0), cells, 3, glorot=0.3)
+    with pytest.raises(ValueError, match="must hold 1"):
+        study.rank_clauses(np.random.default_rng(0), cells, 4)
+
+
+def test_the_committed_cells_decide_the_rank_clauses_as_locked():
+    """The 8 committed cells: scale 1 robust, 0.1 and 10 worse, the Glorot clause undecided."""
+    full = profiles.settings("07_sampling_in_practice", "full")
+    cells = study.committed_cells(full)
+    if cells is None:
+        pytest.skip("the committed cells of results/ch7_prior_scale/ are not all there")
+    out = study.rank_clauses(np.random.default_rng([full.seed, 76]), cells, len(full.scales),
+                             num_resamples=full.n_boot_pairs)  # fmt: skip
+    assert out["n_cells"] == 8 and out["supported"][[0, 1, 2, 4, 5, 6]].all()
+    assert out["low"][3] < 0 < out["high"][3] and out["outcome"] == "inconclusive"

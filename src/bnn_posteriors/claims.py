@@ -203,12 +203,17 @@ def summary_line(record: dict) -> str:
 
 
 def in_words(record: dict) -> str:
-    """The finding of a record in words: the check's ``says``, the failed gate's reason and
-    what would decide it, else the rule's message."""
+    """The finding of a record in words: the failed gate's reason and what would decide
+    it; else the check's ``says``; else what was measured (its note), the measured value
+    against the expectation, and the rule's message."""
     gate = record.get("gate")
     if record.get("status") == INCONCLUSIVE and gate:
         return f"{gate['why']}, so the check cannot decide; what would decide it: {gate['decide']}"
-    return record.get("says") or record.get("message", "")
+    if record.get("says"):
+        return record["says"]
+    measured = f"measured {short(record.get('value'), 40)}, expected {expectation(record, 40)}"
+    note = str(record.get("note", "")).strip()
+    return f"{note + ': ' if note else ''}{measured} ({record.get('message', '')})"
 
 
 def check(

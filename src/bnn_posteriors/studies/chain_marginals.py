@@ -2,20 +2,21 @@
 
 A NUTS chain started at a mode stays in one relabelled copy of it, so "unimodal up to
 permutations" is a statement about each chain's own marginals. Here: Hartigan's dip test
-chain by chain with an effective-sample-size gate (C2.2, C2.4, C2.5), and the shrinkage of
-u from H = 8 to H = 64 neurons, A_H = mean |u| and B_H = mean_j sd_c of the chain medians
-(eq. shrink of the chapter, C2.3), with percentile intervals over chains. Draws are shaped
-(chains, draws, components).
+chain by chain (C2.2, C2.4, C2.5); the shrinkage of u from H = 8 to H = 64 neurons,
+A_H = mean |u| and B_H = mean_j sd_c of the chain medians (eq. shrink of the chapter, C2.3),
+with percentile intervals over chains; and the effective-sample-size gate that all of them
+need (:func:`mixing_gate`). Draws are shaped (chains, draws, components).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
 
 import jax
 import numpy as np
 
 from .. import diagnostics, metrics
+from ..claims import Gate
 
 
 def random_components(rng: np.random.Generator, size: int, num: int) -> np.ndarray:
@@ -52,23 +53,64 @@ def dip_pass_rate(draws, alpha: float) -> tuple[float, np.ndarray, float]:
     return float(np.mean(p > alpha)), p, diagnostics.within_chain_ess(draws)
 
 
-def unimodality_gate(
-    results: Sequence[tuple], pass_rate: float, min_ess: float, num_samples: int, what: str
-) -> tuple[list[float], str]:
-    """The value and note of a unimodality check: pass rates and ESS both above their bars.
+def mixing_gate(ess: dict[str, float], min_ess: float, num_samples: int) -> Gate:
+    """The effective-sample-size gate of the per-chain checks (C2.2–C2.5).
 
-    ``results``: :func:`dip_pass_rate` outputs. The value is [rate / pass_rate ...,
-    ESS / min_ess ...]; the claim holds when all exceed 1. Returns ``(value, note)``.
+    ``ess``: label → median within-chain ESS (:func:`diagnostics.within_chain_ess`), e.g.
+    ``{"u at H = 8": 2958.2, "u at H = 64": 11.5}``. A test of the shape of a chain's
+    marginal (the dip test) or a summary of it (a chain's median) needs draws that describe
+    that marginal: the gate passes when every ESS is at least ``min_ess``. Its ``why`` lists
+    the ESS per label (:func:`gate_ess` reads them back); its ``decide`` names the draws per
+    chain each label would need at its present ESS per draw, ``min_ess · num_samples / ESS``
+    (valid only if the ESS grew in proportion to the draws).
     """
-    rates = [r[0] / pass_rate for r in results]
-    ess = [r[2] / min_ess for r in results]
-    note = (
-        f"{what}: [pass rate / {pass_rate} ..., median within-chain "
-        f"ESS / {min_ess} ...]; pass rates "
-        f"{[round(r[0], 3) for r in results]}, ESS "
-        f"{[round(r[2], 1) for r in results]} of {num_samples} draws"
+    if not ess:
+        raise ValueError("ess must name at least one (label, ESS) pair")
+    if not (min_ess > 0 and num_samples >= 1):
+        raise ValueError(f"min_ess and num_samples must be positive, got {min_ess}, {num_samples}")
+    values = {label: float(e) for label, e in ess.items()}
+    passed = all(e >= min_ess for e in values.values())
+    listed = "; ".join(f"{label}: {e:.1f}" for label, e in values.items())
+    why = (
+        f"the chains {'mix' if passed else 'did not mix'}: median within-chain ESS of {listed} "
+        f"(of {num_samples} draws per chain; the gate asks for at least {min_ess:g})"
     )
-    return rates + ess, note
+    needed = "; ".join(
+        f"{label}: about {min_ess * num_samples / max(e, 1e-12):.3g}"
+        for label, e in values.items()
+        if e < min_ess
+    )
+    decide = f"chains with a median within-chain ESS of at least {min_ess:g} everywhere"
+    if needed:
+        decide += (
+            f"; at their present ESS per draw that is, in draws per chain, {needed}, if the "
+            "ESS grew in proportion to the draws (the chapter's table of the ESS against the "
+            "budget shows whether it does), else a sampler or parametrisation whose chains mix"
+        )
+    return Gate(passed=bool(passed), why=why, decide=decide)
+
+
+def gate_ess(why: str) -> dict[str, float]:
+    """The ESS per label listed in the ``why`` of a :func:`mixing_gate` (label → ESS)."""
+    match = re.search(r"median within-chain ESS of (.*) \(of \d+ draws", why)
+    if match is None:
+        raise ValueError(f"not the why of a mixing gate: {why!r}")
+    pairs = [item.rsplit(": ", 1) for item in match.group(1).split("; ")]
+    return {label: float(e) for label, e in pairs}
+
+
+def committed_values(record: dict, num_measures: int, min_ess: float, bar: float = 1.0):
+    """The measured values and the ESS of a committed record of C2.2–C2.5: ``(measures, ess)``.
+
+    Records since the ESS gate became a :class:`Gate` hold the measures as their value and
+    the ESS in the gate (:func:`gate_ess`, in order). Earlier ones held [measures / ``bar``
+    ..., ESS / ``min_ess`` ...] in the value and no gate (``bar``: the pass-rate bar by
+    which C2.2, C2.4 and C2.5 divided their rates; 1 for C2.3). Both are lists.
+    """
+    value = [float(v) for v in np.atleast_1d(record["value"])]
+    if record.get("gate"):
+        return value, list(gate_ess(record["gate"]["why"]).values())
+    return [v * bar for v in value[:num_measures]], [v * min_ess for v in value[num_measures:]]
 
 
 def chain_summaries(u) -> tuple[np.ndarray, np.ndarray]:

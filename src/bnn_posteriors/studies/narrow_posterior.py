@@ -253,13 +253,15 @@ def adjusted_prior_scan(
     At the j-th τ² and seed i (key ``fold_in(fold_in(rng_key, j), i)``, split into the
     prior mean, the prior variances and the SVI key shared by both fits) the adjusted
     prior is N(θ0, Σ) with θ0 ~ N(0, (σ0 τ)² I) and Σ_ii = τ² / u_i, u_i ~ U(1 − ε, 1 + ε).
-    Returns ``{τ²: {"plain", "adjusted", "theta0" (num_seeds,), "nu_star"}}``: |μ1 μ2| of
-    both fits, |θ01 θ02| and the plain optimum |ν*| (:func:`theory.mfvi_two_layer_optimum`).
+    Returns ``{τ²: {"plain", "adjusted", "theta0" (num_seeds,), "loc", "scale"
+    (num_seeds, 2), "nu_star"}}``: |μ1 μ2| of both fits, |θ01 θ02|, the adjusted prior's
+    means θ0 and standard deviations √Σ_ii, and the plain optimum |ν*|
+    (:func:`theory.mfvi_two_layer_optimum`).
     """
     scan = {}
     for j, tau2 in enumerate(tau2s):
         tau = float(np.sqrt(tau2))
-        runs = {"plain": [], "adjusted": [], "theta0": []}
+        runs = {"plain": [], "adjusted": [], "theta0": [], "loc": [], "scale": []}
         for i in range(num_seeds):
             key = jax.random.fold_in(jax.random.fold_in(rng_key, j), i)
             k_loc, k_u, k_fit = jax.random.split(key, 3)
@@ -278,9 +280,45 @@ def adjusted_prior_scan(
                 )
             )
             runs["theta0"].append(abs(float(loc[0] * loc[1])))
+            runs["loc"].append(np.asarray(loc))
+            runs["scale"].append(np.asarray(tau / jnp.sqrt(u)))
         nu_star = abs(theory.mfvi_two_layer_optimum(x, y, sigma, tau)["nu"])
         scan[tau2] = {k: np.array(v) for k, v in runs.items()} | {"nu_star": nu_star}
     return scan
+
+
+def adjusted_elbo(mu, s, x, y, sigma: float, loc, scale):
+    """ELBO of q = ∏ N(μ_l, s_l²) for the two-weight network under the prior N(loc, diag(scale²)).
+
+    E_q[log p(y | x, w)] (:func:`theory.mfvi_expected_log_likelihood`) minus
+    Σ_l KL(N(μ_l, s_l²) ‖ N(loc_l, scale_l²)); with ``loc`` = 0 and ``scale`` = τ it is
+    :func:`theory.mfvi_elbo`. ``mu``, ``s``, ``loc``, ``scale``: (2,) → a scalar.
+    """
+    mu, loc = jnp.asarray(mu), jnp.asarray(loc)
+    kl = jnp.sum(theory.gaussian_kl(mu - loc, jnp.asarray(s), jnp.asarray(scale)))
+    return theory.mfvi_expected_log_likelihood(mu, s, x, y, sigma) - kl
+
+
+def gradient_at_zero(x, y, sigma: float, loc, scale, s) -> np.ndarray:
+    """|∇_μ ELBO| at μ = 0 under the prior N(loc, diag(scale²)), per prior ([SAP] Prop. B.5).
+
+    The plain prior (loc = 0) is invariant under the sign flip w → −w, which makes μ = 0 a
+    stationary point of the ELBO whatever s: the gradient is exactly 0. The adjusted prior
+    breaks that symmetry: the gradient is |loc / scale²| (from the KL; the likelihood's
+    expectation is flat in μ at μ = 0). ``loc``, ``scale``: (priors, 2); ``s``: q's standard
+    deviation (a scalar or (2,)). Returns (priors,) Euclidean norms, by automatic
+    differentiation of :func:`adjusted_elbo`.
+    """
+    loc, scale = np.atleast_2d(loc), np.atleast_2d(scale)
+    if loc.shape != scale.shape or loc.shape[-1] != 2:
+        raise ValueError(f"loc and scale must both be (priors, 2), got {loc.shape}, {scale.shape}")
+    s = jnp.broadcast_to(jnp.asarray(s, dtype=float), (2,))
+    grad = jax.grad(adjusted_elbo)
+    zero = jnp.zeros(2)
+    norms = [
+        jnp.linalg.norm(grad(zero, s, x, y, sigma, m, c)) for m, c in zip(loc, scale, strict=True)
+    ]
+    return np.array([float(n) for n in norms])
 
 
 def hyperbola_parts(fits: dict, beta_hat: float, tau2s_figure: Sequence[float]) -> dict:
@@ -326,3 +364,27 @@ def trap_summary(scan: dict, tau2_critical: float, x, y, sigma: float, *, jitter
             for e in (eps, 0.0, -eps)
         ],
     }
+
+
+def convergence_gain(trap: dict, trap_level: float = 0.5) -> dict:
+    """Does the adjusted prior converge better where plain MFVI is trapped? (C3.7, Prop. B.5)
+
+    ``trap``: :func:`trap_summary`. A τ² above τ²_c is *trapped* when the median plain run
+    ends below ``trap_level`` of the plain optimum ν*; the adjusted prior gets out of the trap
+    where its median run reaches ``trap_level`` of ν* or more. Returns ``trapped`` (those
+    τ²), ``at`` (the trapped τ², else the one τ² where the plain runs get least far, so that
+    the comparison is recorded even without a trap) and, per τ² of ``at``, ``adjusted`` and
+    ``plain`` (median |μ1 μ2| / ν*) and ``gain`` (their difference).
+    """
+    if not trap["above"]:
+        raise ValueError("no τ² of the scan lies above τ²_c: nothing to compare")
+    if not 0.0 < trap_level <= 1.0:
+        raise ValueError(f"trap_level must lie in (0, 1], got {trap_level!r}")
+    progress = trap["progress"]
+    trapped = [t for t, p in progress.items() if p < trap_level]
+    at = trapped or [min(progress, key=progress.get)]
+    above = trap["above"]
+    adjusted = np.array([float(np.median(above[t]["adjusted"]) / above[t]["nu_star"]) for t in at])
+    plain = np.array([progress[t] for t in at])
+    return {"trapped": trapped, "at": at, "adjusted": adjusted, "plain": plain,
+            "gain": adjusted - plain}  # fmt: skip

@@ -257,3 +257,120 @@ def scale_comparison(rng, cells: Sequence[dict], n_ranked: int, *, num_resamples
         "worst_lppd": pairs.min(axis=0),
         "worst_cell": cell_of_pair[pairs.argmin(axis=0)],
     }
+
+
+# The clauses of [SAP] App. D.6 as rank statements on the statistic of Fig. 12, in the order
+# of :func:`rank_clauses`'s columns (per metric: LPPD, then RMSE).
+RANK_CLAUSES = ("robust", "very small", "very large", "Glorot")
+
+
+def cell_ranks(values, *, higher_is_better: bool) -> np.ndarray:
+    """Rank of each scale within each cell (1 = best): ``values`` (cells, scales) → same shape.
+
+    Ties get the lower (better) place of their order of appearance, as ``argsort`` gives it.
+    """
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 2:
+        raise ValueError(f"values must be shaped (cells, scales), got {values.shape}")
+    order = -values if higher_is_better else values
+    return np.argsort(np.argsort(order, axis=1, kind="stable"), axis=1, kind="stable") + 1
+
+
+def three_way(low, high) -> dict:
+    """The three outcomes of a conjunction of statements, each with an interval (low, high)
+    of a statistic that is positive when the statement holds.
+
+    A statement is *supported* when its interval lies above 0 and *contradicted* when it lies
+    below 0. The conjunction is ``"reproduced"`` when all are supported, ``"not reproduced"``
+    when one is contradicted, else ``"inconclusive"``. ``decided``: whether the evidence
+    decides the conjunction (a ``claims.Gate``'s ``passed``): all statements decided, or one
+    contradicted. Returns ``{"supported", "contradicted", "decided", "outcome"}``.
+    """
+    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    supported, contradicted = low > 0, high < 0
+    decided = bool(np.all(supported | contradicted) or np.any(contradicted))
+    outcome = (
+        "not reproduced" if np.any(contradicted)
+        else "reproduced" if np.all(supported)
+        else "inconclusive"
+    )  # fmt: skip
+    return {"supported": supported, "contradicted": contradicted, "decided": decided,
+            "outcome": outcome}  # fmt: skip
+
+
+def rank_clauses(
+    rng,
+    cells: Sequence[dict],
+    n_ranked: int,
+    *,
+    small: float = 0.1,
+    large: float = 10.0,
+    glorot: float = 0.25,
+    num_resamples: int = 2000,
+) -> dict:
+    """[SAP] App. D.6's three clauses decided on Fig. 12's statistic: ranks of the scales by
+    the LPPD and by the RMSE of each cell's sampled predictive (1 = best).
+
+    ``cells`` from :func:`prior_scale_study`; the first ``n_ranked`` scales of their grid are
+    the paper's (K of them), and the grid holds 1, ``small``, ``large`` and ``glorot``. Per
+    cell and metric, scale 1's *rank advantage* over
+
+    - the middle rank (K + 1)/2, the average rank of a scale with no systematic advantage
+      ("N(0, 1) is a robust choice": positive when scale 1 ranks in the upper half),
+    - ``small`` and ``large`` (rank(s) − rank(1) among the paper's K scales: "clear
+      deterioration" when positive),
+    - ``glorot`` (rank(glorot) − rank(1) among the K scales and ``glorot``: "too small",
+      not better than 1, when positive).
+
+    Each column's mean over cells is its difference of average ranks (Fig. 12 shows average
+    ranks); its 95 % percentile bootstrap interval resamples whole cells
+    (:func:`diagnostics.paired_bootstrap`, ``rng`` a NumPy Generator). Returns ``clauses``
+    and ``metrics`` (the column labels, 2 × 4 columns: LPPD first), ``advantage`` (cells, 8),
+    ``mean``, ``low``, ``high`` (8,), ``ranks`` {metric: (cells, K)}, ``glorot_ranks``
+    {metric: (cells, K + 1)}, ``depth_rank_1`` {metric: {depth: scale 1's average rank over
+    the cells of that depth}}, and :func:`three_way`'s decision of the conjunction.
+    """
+    grid = [float(s) for s in cells[0]["settings"]["grid"]]
+    if any([float(s) for s in c["settings"]["grid"]] != grid for c in cells):
+        raise ValueError("all cells must share one grid of scales")
+    for s in (1.0, small, large, glorot):
+        if s not in grid:
+            raise ValueError(f"scale {s:g} is not in the cells' grid {grid}")
+    k = positive_int("n_ranked", n_ranked)
+    ranked = grid[:k]
+    if glorot in ranked or {1.0, small, large} - set(ranked):
+        raise ValueError(f"the first {k} scales {ranked} must hold 1, {small:g} and {large:g} "
+                         f"but not the Glorot scale {glorot:g}")  # fmt: skip
+    with_glorot = [*range(k), grid.index(glorot)]
+    columns, ranks, glorot_ranks, depth_rank_1 = [], {}, {}, {}
+    depths = np.array([c["settings"]["depth"] for c in cells])
+    for metric, higher in (("LPPD", True), ("RMSE", False)):
+        values = np.array([c[metric.lower()] for c in cells])  # (cells, grid)
+        r = cell_ranks(values[:, :k], higher_is_better=higher)
+        rg = cell_ranks(values[:, with_glorot], higher_is_better=higher)
+        one = ranked.index(1.0)
+        columns += [
+            (k + 1) / 2 - r[:, one],
+            r[:, ranked.index(small)] - r[:, one],
+            r[:, ranked.index(large)] - r[:, one],
+            rg[:, -1] - rg[:, one],
+        ]
+        ranks[metric], glorot_ranks[metric] = r, rg
+        depth_rank_1[metric] = {int(d): float(r[depths == d, one].mean())
+                                for d in sorted(set(depths.tolist()))}  # fmt: skip
+    advantage = np.stack(columns, axis=1).astype(float)  # (cells, 8)
+    mean, low, high = diagnostics.paired_bootstrap(rng, advantage, num_resamples=num_resamples)
+    return {
+        "clauses": [*RANK_CLAUSES, *RANK_CLAUSES],
+        "metrics": ["LPPD"] * len(RANK_CLAUSES) + ["RMSE"] * len(RANK_CLAUSES),
+        "advantage": advantage,
+        "mean": mean,
+        "low": low,
+        "high": high,
+        "ranks": ranks,
+        "glorot_ranks": glorot_ranks,
+        "depth_rank_1": depth_rank_1,
+        "middle": (k + 1) / 2,
+        "n_cells": len(cells),
+        **three_way(low, high),
+    }
