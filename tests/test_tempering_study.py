@@ -260,3 +260,83 @@ def test_fixed_nu_terms_scale_by_construction():
     np.testing.assert_allclose(out["kl"], kl_one * np.array([4, 16, 64]), rtol=1e-5)
     assert study.loglog_slope([4, 16, 64], out["gap"]) == pytest.approx(-1.0, abs=1e-4)
     assert out["gap_p"].shape == (2,) and out["gap_p"][1] > out["gap_p"][0]
+
+
+# --------------------------------------------------------------------------- the readings
+
+
+def test_tail_slopes_is_the_exponent_at_the_end_of_the_range():
+    xs = np.array([16, 64, 256, 1024])
+    ys = np.stack([3.0 * xs**-1.0, np.r_[1.0, 9.0, 2.0, 2.0 * 4**0.5]])  # the second: a bump
+    np.testing.assert_allclose(study.tail_slopes(xs, ys), [-1.0, 0.5])
+    assert float(study.tail_slopes(xs, xs**1.5)) == pytest.approx(1.5)
+    with pytest.raises(ValueError, match="increasing and positive"):
+        study.tail_slopes(xs[::-1], xs)
+    with pytest.raises(ValueError, match="at least 2"):
+        study.tail_slopes(xs, np.ones(3))
+
+
+def test_upper_bound_reading_holds_fails_or_leaves_it_open():
+    ok = study.upper_bound_reading([0.98, 1.0, 1.02, 1.0], 1.1)
+    assert ok["holds"] and ok["decided"] and not ok["fails"] and ok["high"] < 1.1
+    bad = study.upper_bound_reading([1.48, 1.5, 1.52, 1.5], 1.1)  # a term growing like p^1.5
+    assert bad["fails"] and bad["decided"] and not bad["holds"]
+    steady = study.upper_bound_reading([1.48, 1.5, 1.52, 1.5], 1.1, before=[1.5] * 4)
+    assert steady["fails"] and not steady["slowing"] and steady["before"] == pytest.approx(1.5)
+    slowing = study.upper_bound_reading([1.28, 1.3, 1.32, 1.3], 1.1, before=[1.5] * 4)
+    assert slowing["slowing"] and not slowing["decided"]  # above the bound, but settling
+    wide = study.upper_bound_reading([0.85, 1.3, 0.9, 1.25], 1.1)  # the interval contains 1.1
+    assert not wide["decided"] and wide["low"] < 1.1 < wide["high"]
+    assert study.decided([ok, ok]) and study.decided([wide, bad]) and not study.decided([ok, wide])
+
+
+def test_limit_values_read_a_limit_and_fail_on_a_tail_that_grows_or_stalls():
+    """KL → 0 read on the tail: a rise at small N passes, a rise or a plateau at the end fails."""
+
+    def passes(kl, rel_gap=0.01):
+        values, bounds = study.limit_values(kl, rel_gap)
+        return bool(np.all(values < bounds))
+
+    assert passes([22.9, 26.3, 0.09, 0.03])  # the synthetic set: rises, then collapses
+    assert not passes([22.9, 26.3, 0.09, 0.5])  # grows at the tail
+    assert not passes([22.0, 20.0, 18.0, 17.0])  # still falling, but nowhere near 0
+    assert not passes([22.9, 2.3, 0.1, 0.05], rel_gap=0.2)  # the predictive is not the prior's
+    values, bounds = study.limit_values([4.0, 2.0, 1.0], 0.01, tail=2)
+    np.testing.assert_allclose(values, [0.5, 0.5, 0.25, 0.01])
+    np.testing.assert_allclose(bounds, [1.0, 1.0, 0.1, 0.05])
+    with pytest.raises(ValueError, match="positive"):
+        study.limit_values([1.0, 0.0, 1.0], 0.0)
+
+
+def test_term_tails_and_the_gap_tail_by_hand():
+    fits = fake_fits()
+    by_p = {("set", s): {10: {"gap": 0.1, "kl": 1.0, "expected_loss": 1.0},
+                         20: {"gap": 0.2, "kl": 1.0, "expected_loss": 2.0 * 2**0.5}}
+            for s in (0, 1)}  # fmt: skip
+    fits_3 = {key: {**f, "rows": [*f["rows"], *[{**r, "N": 1000, "kl": 10 * r["kl"],
+                                                   "gap": r.get("gap", 0.0) / 10}
+                                                  for r in f["rows"][2:]]]}
+              for key, f in fits.items()}  # a third width, N = 1000  # fmt: skip
+    for s in (0, 1):
+        by_p["set", s][40] = {"gap": 0.4, "kl": 1.0, "expected_loss": 4.0**1.5}  # D ∝ p^1.5
+    widths_3, ps_3 = np.array([10, 100, 1000]), np.array([10, 20, 40])
+    tails = study.term_tails(fits_3, by_p, "set", widths_3, ps_3)
+    np.testing.assert_allclose(tails["KL over N"][0], [1.0, 1.0])
+    np.testing.assert_allclose(tails["D over N"][0], [0.0, 0.0])
+    tail, before = tails["D over p"]  # D ∝ p^1.5 on both steps: the bound fails
+    np.testing.assert_allclose(tail, [1.5, 1.5])
+    np.testing.assert_allclose(before, [1.5, 1.5])
+    assert study.upper_bound_reading(tail + [0.02, 0.0], 1.1, before=before)["fails"]
+    g = study.gap_summary(fits_3, by_p, "set", widths_3, ps_3)
+    np.testing.assert_allclose(g["tail"], -1.0)
+    np.testing.assert_allclose(g["before"], -1.0)
+    np.testing.assert_allclose(study.over_p_splits(by_p, "set", "gap", [10, 20]), [[0.1, 0.2]] * 2)
+
+
+def test_a_gap_falling_slower_than_one_over_n_fails_the_c45_reading():
+    widths = np.array([16, 64, 256, 1024])
+    rng = np.random.default_rng(0)
+    gaps = np.exp(rng.normal(0, 0.01, (8, 4))) * widths**-0.5  # 8 splits, gap ∝ N^-0.5
+    assert study.upper_bound_reading(study.tail_slopes(widths, gaps), -0.8)["fails"]
+    assert study.upper_bound_reading(study.tail_slopes(widths, gaps * 30 / widths**0.5),
+                                     -0.8)["holds"]  # fmt: skip

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bnn_posteriors import data, metrics
+from bnn_posteriors import data, diagnostics, metrics
 from bnn_posteriors.inference import tempering
 from bnn_posteriors.validate import positive_int
 
@@ -241,15 +241,83 @@ def fitted_q(fits: dict, name: str, width: int, tempered: bool) -> dict:
     return next(r["q"] for r in rows if r["N"] == width and r["tempered"] == tempered)
 
 
+def over_p_splits(by_p: dict, name: str, key: str, ps) -> np.ndarray:
+    """One quantity of the fits over p for every split of ``name``: (splits, len(ps))."""
+    splits = [s for (n, s) in by_p if n == name]
+    return np.array([[by_p[name, s][int(m)][key] for m in ps] for s in splits])
+
+
 def over_p(by_p: dict, name: str, key: str, ps) -> np.ndarray:
     """One quantity of the fits over p, averaged over the splits: (len(ps),)."""
-    splits = [s for (n, s) in by_p if n == name]
-    return np.array([np.mean([by_p[name, s][int(m)][key] for s in splits]) for m in ps])
+    return over_p_splits(by_p, name, key, ps).mean(axis=0)
 
 
 def loglog_slope(xs, ys) -> float:
     """Least-squares slope of log ys against log xs (the exponent of a power law)."""
     return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
+
+
+def tail_slopes(xs, ys) -> np.ndarray:
+    """Log-log slope between the two largest ``xs`` (the last two columns of ``ys``).
+
+    The local exponent of a power law at the end of the range, where an asymptotic
+    statement (a limit, an O(·) bound) is read: ys (..., len(xs)) → (...).
+    """
+    xs, ys = np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64)
+    if xs.ndim != 1 or xs.size < 2 or ys.shape[-1] != xs.size:
+        raise ValueError(f"need at least 2 xs and ys (..., {xs.size}), got ys {ys.shape}")
+    if not xs[-1] > xs[-2] > 0 or np.any(ys[..., -2:] <= 0):
+        raise ValueError("the two largest xs must be increasing and positive, their ys positive")
+    return np.log(ys[..., -1] / ys[..., -2]) / np.log(xs[-1] / xs[-2])
+
+
+def upper_bound_reading(per_split, bound: float, *, before=None, level: float = 0.95) -> dict:
+    """An asymptotic upper bound ``exponent < bound`` read on the tail, one estimate per split.
+
+    ``per_split``: the tail exponent of each split (:func:`tail_slopes`); ``before``: the
+    exponent over the step before the tail, per split (optional). The Student-t interval of
+    the mean over the splits (:func:`diagnostics.mean_interval`) decides: the bound ``holds``
+    if the interval's upper end is below it; it ``fails`` if the lower end is at or above it
+    and the exponent shows no sign of falling (the tail's mean is not below the mean of
+    ``before``; without ``before``, the interval alone). Growth above the bound that is
+    slowing down, or an interval that contains the bound, is undecided: a finite range cannot
+    tell where it settles. Returns ``mean``, ``low``, ``high``, ``sd``, ``bound``,
+    ``before`` (its mean, or None), ``slowing``, ``holds``, ``fails`` and ``decided``.
+    """
+    values = np.asarray(per_split, dtype=np.float64)
+    mean, low, high = diagnostics.mean_interval(values, level=level)
+    before_mean = None if before is None else float(np.mean(before))
+    slowing = before_mean is not None and mean < before_mean
+    holds, fails = bool(high < bound), bool(low >= bound and not slowing)
+    return {"mean": mean, "low": low, "high": high, "sd": float(values.std(ddof=1)),
+            "bound": float(bound), "before": before_mean, "slowing": bool(slowing),
+            "holds": holds, "fails": fails, "decided": holds or fails}  # fmt: skip
+
+
+def decided(readings) -> bool:
+    """Whether bound readings decide their claim: all decided, or one fails with its interval."""
+    readings = list(readings)
+    return all(r["decided"] for r in readings) or any(r["fails"] for r in readings)
+
+
+def limit_values(kl, rel_gap: float, *, tail: int = 2, fraction: float = 0.1,
+                 rmse_tol: float = 0.05) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """The Proposition's KL(q*_N‖P0) → 0 as N → ∞ read as a limit (C4.1): values and bounds.
+
+    ``kl``: the mean untempered KL over the widths (increasing N). The values, each to lie
+    below its bound: the ratios KL(N_{k+1}) / KL(N_k) of the last ``tail`` steps (< 1: the
+    tail falls), KL at the largest width over its largest value over the widths
+    (< ``fraction``: it has fallen most of the way to 0) and ``rel_gap``, the relative gap
+    of the test RMSE to that of the prior mean at the largest width (< ``rmse_tol``: the
+    predictive is the prior's). No monotone decrease over the whole range is asked for.
+    """
+    kl = np.asarray(kl, dtype=np.float64)
+    tail = positive_int("tail", tail)
+    if kl.ndim != 1 or kl.size < tail + 1 or np.any(kl <= 0):
+        raise ValueError(f"kl must hold at least {tail + 1} positive values, got {kl}")
+    steps = kl[1:] / kl[:-1]
+    values = np.array([*steps[-tail:], kl[-1] / kl.max(), rel_gap])
+    return values, np.array([1.0] * tail + [fraction, rmse_tol])
 
 
 def prior_q(d_in: int, width: int) -> dict:
@@ -342,6 +410,23 @@ def term_slopes(fits: dict, by_p: dict, name: str, widths, ps) -> tuple[dict, di
     return terms, slopes, untempered
 
 
+def term_tails(fits: dict, by_p: dict, name: str, widths, ps) -> dict:
+    """Per split, the tail exponents of the terms of the fitted tempered q* (C4.2's bounds).
+
+    The log-log slope between the two largest widths of the KL term (1) and of the data
+    term D ("KL over N", "D over N") and between the two largest sub-samples of D ("D over
+    p"), one per split of ``name`` (:func:`tail_slopes`), and the same over the step before.
+    Returns ``{term: (tail, before)}``, each a (splits,) array (``before`` None if the
+    range has only two points).
+    """
+    curves = {"KL over N": (widths, columns(fits, name, "kl", True)),
+              "D over N": (widths, columns(fits, name, "expected_loss", True)),
+              "D over p": (ps, over_p_splits(by_p, name, "expected_loss", ps))}  # fmt: skip
+    return {k: (tail_slopes(xs, ys),
+                tail_slopes(np.asarray(xs)[:-1], ys[:, :-1]) if len(xs) > 2 else None)
+            for k, (xs, ys) in curves.items()}  # fmt: skip
+
+
 def balance_summary(fits: dict, name: str) -> dict:
     """Held-out RMSE of the balanced temperature η_N = τ p / N against η = 1 (C4.3).
 
@@ -359,11 +444,13 @@ def gap_summary(fits: dict, by_p: dict, name: str, widths, ps) -> dict:
 
     Returns ``gap`` (mean over the splits per width), ``slope`` (its log-log slope over N),
     ``local`` (slopes between consecutive widths), ``scaled`` (N · gap / p), ``gap_p`` and
-    ``p_slope`` (the gap over p and its slope) and ``sd_a`` (mean sd of the output weights of
-    split 0 per width).
+    ``p_slope`` (the gap over p and its slope), ``sd_a`` (mean sd of the output weights of
+    split 0 per width), ``tail`` (per split, the slope between the two largest widths) and
+    ``before`` (per split, the slope over the step before; None for two widths).
     """
     widths = np.asarray(widths)
-    gap = columns(fits, name, "gap", True).mean(axis=0)
+    gap_splits = columns(fits, name, "gap", True)
+    gap = gap_splits.mean(axis=0)
     gap_p = over_p(by_p, name, "gap", ps)
     return {
         "gap": gap, "slope": loglog_slope(widths, gap),
@@ -372,4 +459,6 @@ def gap_summary(fits: dict, by_p: dict, name: str, widths, ps) -> dict:
         "gap_p": gap_p, "p_slope": loglog_slope(ps, gap_p),
         "sd_a": [float(jnp.mean(r["q"]["W1_scale"])) for r in fits[name, 0]["rows"]
                  if r["tempered"]],
+        "tail": tail_slopes(widths, gap_splits),
+        "before": tail_slopes(widths[:-1], gap_splits[:, :-1]) if len(widths) > 2 else None,
     }  # fmt: skip
