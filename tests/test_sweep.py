@@ -165,3 +165,21 @@ def test_merge_replaces_chapters_and_keeps_sources(tmp_path):
     sweep.run_sweep(["03_symmetries"], 3, "quick", a, **quiet)  # 3 seeds: not mergeable
     with pytest.raises(ValueError, match="cannot merge"):
         sweep.merge_sweeps([a], out)
+
+
+def test_a_check_inconclusive_on_every_seed_is_robust_whatever_its_rules_margin(tmp_path):
+    seeds = sweep.seeds("02_convexified_relu", 3)
+    margins = dict(zip(seeds, (1.5, 0.5, 0.2), strict=True))  # the rule flips: 1.5 vs 0.5
+
+    def execute(path, profile, seed):
+        gate = claims.Gate(False, "the chains did not mix", "longer chains")
+        claims.check("C2.2", margins[seed], rule="greater", expect=1.0, gate=gate)
+        return 0
+
+    result = sweep.run_sweep(
+        ["02_convexified_relu"], 3, "quick", tmp_path / "s.json", execute=execute,
+        log=lambda _: None,
+    )  # fmt: skip
+    (row,) = sweep.summarise(result)
+    assert row["statuses"] == ["inconclusive"] * 3 and row["robust"]
+    assert sweep.check_name(row) == "C2.2"

@@ -251,7 +251,7 @@ def run_sweep(
     rows = sweep.summarise(result)
     print(sweep.sweep_markdown(result))
     swept = [row for row in rows if not row["committed"]]
-    fragile = [f"{row['id']} ({row['index'] + 1})" for row in swept if not row["robust"]]
+    fragile = [sweep.check_name(row) for row in swept if not row["robust"]]
     print(f"{len(swept) - len(fragile)} of {len(swept)} checks robust" + (
         f"; not robust: {', '.join(fragile)}" if fragile else "") + (
         f"; {len(rows) - len(swept)} decided on committed results (seed-independent)"))  # fmt: skip

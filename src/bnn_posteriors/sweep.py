@@ -197,9 +197,10 @@ def summarise(sweep: dict) -> list[dict]:
     ``reproduced`` (how many), ``margins``, ``min_margin``, ``spread`` (sd of the margins
     over seeds), ``committed`` (decided on committed results: its value cannot vary with
     the seed), ``robust``: every seed gives the same status and every margin is farther
-    from 0 than the spread (for a margin-less boolean check, or margins that do not change
-    with the seed: the same status on every seed; a committed check is never called
-    robust, since the seed cannot move it), ``locked`` (the lock) and ``at_lock``: the
+    from 0 than the spread (for a margin-less boolean check, margins that do not change
+    with the seed, or a check inconclusive on every seed, whose failed gate leaves the
+    rule's margin deciding nothing: the same status on every seed; a committed check is
+    never called robust, since the seed cannot move it), ``locked`` (the lock) and ``at_lock``: the
     seeds whose status is the lock. A seed whose status is not the lock fails the build.
     """
     by_chapter: dict[str, list[dict]] = {}
@@ -224,7 +225,8 @@ def summarise(sweep: dict) -> list[dict]:
             spread = float(numeric.std(ddof=1)) if numeric.size > 1 else None
             committed = any(c.get("committed") for c in found if c)
             robust = "missing" not in statuses and len(set(statuses)) == 1 and not committed
-            if numeric.size and spread:  # margins that do not vary with the seed are robust
+            gated = set(statuses) == {claims.INCONCLUSIVE}  # the rule's margin decided nothing
+            if numeric.size and spread and not gated:  # margins constant over seeds are robust
                 robust = robust and float(np.abs(numeric).min()) > spread
             locked = next((c["locked"] for c in found if c and c.get("locked")), None)
             rows.append(
@@ -296,6 +298,12 @@ def chapter_commits(sweep: dict | None) -> dict[str, str]:
     return commits
 
 
+def check_name(row: dict) -> str:
+    """A check's name in a sweep table: 'C3.7', 'C3.7 [finding]', 'C3.7 (2)'."""
+    name = row["id"] + (f" [{row['finding']}]" if row["finding"] else "")
+    return name + (f" ({row['index'] + 1})" if row["index"] else "")
+
+
 def sweep_markdown(sweep: dict | None) -> str:
     """The sweep as a Markdown table: one row per check, statuses, smallest margin, spread."""
     if not sweep:
@@ -304,8 +312,7 @@ def sweep_markdown(sweep: dict | None) -> str:
               "robust")  # fmt: skip
     rows = []
     for row in summarise(sweep):
-        name = row["id"] + (f" [{row['finding']}]" if row["finding"] else "")
-        name += f" ({row['index'] + 1})" if row["index"] else ""
+        name = check_name(row)
         at_lock = "—" if row["at_lock"] is None else f"{row['at_lock']} of {len(row['statuses'])}"
         robust = "decided on " + COMMITTED if row["committed"] else "yes" if row["robust"] else "no"
         rows.append((
