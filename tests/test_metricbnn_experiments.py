@@ -158,3 +158,60 @@ def test_mnist_run_on_a_few_images():
     assert all(np.isfinite(v) and v > 0 for v in nll.values())
     assert set(seconds) == {"LA (last layer)", "MetricBNN"} and min(seconds.values()) >= 0
     assert size == ravel_pytree(mbx.cnn.cnn_init(KEY))[0].size
+
+
+def synthetic_cost_terms(sizes, *, autoencoder, solutions, walk_per_param=0.0):
+    """Term dicts shaped like cost.flops_against_depth's, with known forms in P."""
+    from bnn_posteriors import cost
+
+    return [({"ggn": 3.0 * p**2 + 5.0 * p, "eigh": cost.eigh_flops(p), "predictive": 2.0 * p**3},
+             {"walk": walk_per_param * p, "svd": cost.svd_flops(solutions, p) + 7.0 * p,
+              "autoencoder": autoencoder, "predictive": 11.0 * p})
+            for p in sizes]  # fmt: skip
+
+
+def test_flops_crossing_solves_the_extrapolated_counts():
+    from scipy.optimize import brentq
+
+    from bnn_posteriors import cost
+
+    sizes = [100, 200, 300, 400]
+    terms = synthetic_cost_terms(sizes, autoencoder=1e11, solutions=50, walk_per_param=1e3)
+
+    def gap(p):  # the same forms, by hand
+        la = 3.0 * p**2 + 5.0 * p + 9.0 * p**3 + 2.0 * p**3
+        return la - (1e3 * p + cost.svd_flops(50, p) + 7.0 * p + 1e11 + 11.0 * p)
+
+    out = mbx.flops_crossing(sizes, terms, solutions=50, num_components=64)
+    assert out["size"] == pytest.approx(brentq(gap, 400, 1e5), rel=1e-6)
+    assert out["misfit"] < 1e-9
+    assert out["la"] == pytest.approx(out["metricbnn"], rel=1e-6)
+    assert gap(0.99 * out["size"]) < 0 < gap(1.01 * out["size"])
+
+
+def test_flops_crossing_is_nan_without_a_crossing_and_flags_a_wrong_form():
+    sizes = [100, 200, 300, 400]
+    # an autoencoder so costly that the LA's 11 P³ does not reach it below `upper`
+    terms = synthetic_cost_terms(sizes, autoencoder=1e30, solutions=50)
+    out = mbx.flops_crossing(sizes, terms, solutions=50, num_components=64, upper=1e7)
+    assert np.isnan(out["size"]) and np.isnan(out["la"]) and out["misfit"] < 1e-9
+    # a walk that grows as P³ is not the linear form the model assumes: the misfit says so
+    terms = synthetic_cost_terms(sizes, autoencoder=1e11, solutions=50)
+    for la, mb in terms:
+        mb["walk"] = 20.0 * sum(la.values())
+    assert mbx.flops_crossing(sizes, terms, solutions=50, num_components=64)["misfit"] > 0.05
+    with pytest.raises(ValueError, match="one pair"):
+        mbx.flops_crossing(sizes[:3], terms, solutions=50, num_components=64)
+    with pytest.raises(ValueError, match="at least 3 sizes"):
+        mbx.flops_crossing(sizes, terms, solutions=50, num_components=250)
+
+
+def test_wins_over_counts_flip_when_the_methods_are_swapped():
+    # C6.6's count on a deliberately broken table: MetricBNN's and the LA's labels swapped
+    table = [("a", "MetricBNN", 0.3), ("a", "LA", 0.6), ("b", "MetricBNN", 0.2), ("b", "LA", 0.7),
+             ("c", "MetricBNN", 0.5), ("c", "LA", 0.4)]  # fmt: skip
+    swap = {"MetricBNN": "LA", "LA": "MetricBNN"}
+    broken = [(n, swap[m], v) for n, m, v in table]
+    names = ("a", "b", "c")
+    assert sum(mbx.wins_over(table, "LA", names=names).values()) == 2
+    assert sum(mbx.wins_over(broken, "LA", names=names).values()) == 1

@@ -1,7 +1,8 @@
 """The experiments of [MBNN] §5 as units: Snelson's in-between gap (Figs. 2–3, the latent
 posterior of §4.2 against the Gaussian of the solutions), the UCI classification table
 (Table 1: LA, linearised LA and MetricBNN against one MAP per split), Banana's predictive
-entropy (Fig. 4) and MNIST (Table 2, with a last-layer LA).
+entropy (Fig. 4), MNIST (Table 2, with a last-layer LA) and, from the FLOP counts of
+Fig. 5's depth sweep, the network size at which MetricBNN's count would fall below the LA's.
 
 A unit trains its MAP, runs MetricBNN's Alg. 1 through a ``walk_fn`` (a
 :func:`bnn_posteriors.inference.metricbnn.walk_and_embed` with the chapter's settings bound)
@@ -21,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from bnn_posteriors import cache, cnn, data, metrics, nets
+from bnn_posteriors import cache, cnn, cost, data, metrics, nets
 from bnn_posteriors.inference import laplace, map_estimate, metricbnn
 from bnn_posteriors.predictive import class_probs, entropy
 
@@ -362,3 +363,82 @@ def mnist_run(
     nll["MAP"] = metrics.categorical_nll(
         np.asarray(jax.nn.softmax(cnn.cnn_apply(p_map, x_test))), y_test)  # fmt: skip
     return nll, {"LA (last layer)": t_la, "MetricBNN": t_mb}, int(t_map.size)
+
+
+# ----------------------------------------------------------------------------- cost, Fig. 5
+
+# The form of each term of cost.laplace_flops / cost.metricbnn_flops as a function of the
+# network's size P at a fixed width (the depth grows): the degree of the polynomial fitted to
+# its measured counts, or None for a term given in closed form.
+_LA_DEGREES = {"ggn": 2, "eigh": None, "predictive": 3}  # n·P² of ΣJᵀΛJ; 9P³; 2P³ of Σ
+_MB_DEGREES = {"walk": 1, "svd": 1, "autoencoder": 0, "predictive": 1}
+
+
+def _term_models(sizes, counts, degrees, closed_form):
+    """Per term: a function of P and the largest relative misfit at the measured sizes."""
+    sizes = np.asarray(sizes, dtype=float)
+    models, misfit = {}, 0.0
+    for name, degree in degrees.items():
+        measured = np.array([c[name] for c in counts], dtype=float)
+        exact = closed_form.get(name, lambda p: 0.0 * p)
+        if degree is None:
+            models[name] = exact
+            continue
+        coefs = np.polyfit(sizes, measured - exact(sizes), degree)
+        models[name] = lambda p, c=coefs, e=exact: np.polyval(c, p) + e(p)
+        error = np.abs(models[name](sizes) - measured) / np.maximum(np.abs(measured), 1.0)
+        misfit = max(misfit, float(np.max(error)))
+    return models, misfit
+
+
+def flops_crossing(sizes, terms, *, solutions: int, num_components: int,
+                   upper: float = 1e8) -> dict:  # fmt: skip
+    """The size P at which the full-GGN LA's FLOP count would overtake MetricBNN's
+    (C6.8, [MBNN] Fig. 5), extrapolated from the counts of :func:`cost.flops_against_depth`.
+
+    sizes: the networks' sizes P (one per depth); terms: per size the pair of term dicts
+    ``(laplace_flops, metricbnn_flops)``. Each term is extended to larger P with the form
+    its computation has at a fixed width: the LA's ``eigh`` is 9P³ exactly, its ``ggn`` a
+    quadratic and its ``predictive`` a cubic in P; MetricBNN's ``svd`` is the thin SVD of
+    the (``solutions``, P) matrix of solutions (:func:`cost.svd_flops`) plus a linear
+    term (the projection), its ``walk`` and ``predictive`` are linear and its
+    ``autoencoder`` constant in P (the principal directions cap the encoder's input at
+    ``num_components``); MetricBNN's terms are fitted on the sizes P ≥ num_components only.
+    Returns ``{"size": the smallest P above the measured ones where LA's count reaches
+    MetricBNN's (NaN if none below upper), "misfit": the largest relative misfit of a
+    fitted term at the measured sizes, "la", "metricbnn": the two extrapolated totals at
+    that size (NaN if none)}``.
+    """
+    sizes = np.asarray(sizes, dtype=float)
+    if sizes.ndim != 1 or sizes.size != len(terms):
+        raise ValueError(f"need one pair of term dicts per size: {len(terms)} pairs, "
+                         f"sizes of shape {sizes.shape}")  # fmt: skip
+    capped = sizes >= num_components
+    if np.count_nonzero(capped) < 3:
+        raise ValueError(f"need at least 3 sizes P >= num_components ({num_components}) to fit "
+                         f"MetricBNN's terms, got {np.count_nonzero(capped)}")  # fmt: skip
+    la_models, la_misfit = _term_models(sizes, [t[0] for t in terms], _LA_DEGREES,
+                                        {"eigh": cost.eigh_flops})  # fmt: skip
+    svd = np.vectorize(lambda p: cost.svd_flops(solutions, p))
+    mb_models, mb_misfit = _term_models(sizes[capped], [t[1] for t, c in zip(terms, capped,
+                                        strict=True) if c], _MB_DEGREES, {"svd": svd})  # fmt: skip
+
+    def gap(p):  # LA's count minus MetricBNN's
+        return (sum(f(p) for f in la_models.values()) -
+                sum(f(p) for f in mb_models.values()))  # fmt: skip
+
+    grid = np.geomspace(sizes.max(), upper, 2000)
+    above = np.nonzero(np.asarray(gap(grid)) >= 0)[0]
+    out = {"misfit": max(la_misfit, mb_misfit), "size": float("nan"), "la": float("nan"),
+           "metricbnn": float("nan")}  # fmt: skip
+    if above.size == 0:
+        return out
+    if above[0] == 0:
+        lo = hi = grid[0]
+    else:
+        lo, hi = grid[above[0] - 1], grid[above[0]]
+        for _ in range(100):  # bisection on the first sign change
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if gap(mid) >= 0 else (mid, hi)
+    la_total = float(sum(f(hi) for f in la_models.values()))
+    return {**out, "size": float(hi), "la": la_total, "metricbnn": la_total - float(gap(hi))}
