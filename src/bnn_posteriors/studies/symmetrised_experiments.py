@@ -372,23 +372,3 @@ def mean_gains(g: dict) -> dict:
     """Mean over seeds of each gain of :func:`gains`, per width: name → (n_widths,)."""
     keys = [k for k in GAINS if k in next(iter(g.values()))]
     return {k: np.array([r[k].mean() for r in g.values()]) for k in keys}
-
-
-def claim_parts(mean_gain: dict, widths: dict, tie: float = 1e-6) -> dict:
-    """The parts of C5.4 per data set, as text → bool: symmetrised ELBO(q_G) ≥ plain ELBO(q)
-    and test log-lik ≥ plain at every width (differences above −``tie`` count as ties), and
-    both strictly better at the largest width. ``mean_gain``: set → :func:`mean_gains`;
-    ``widths``: set → its widths."""
-    parts = {}
-    for name, m in mean_gain.items():
-        e, ll = m["elbo"], m["test_ll"]
-        parts[f"{name}: symmetrised ELBO(q_G) >= plain ELBO(q) at every width"] = bool(
-            np.all(e >= -tie)
-        )
-        parts[f"{name}: symmetrised test log-lik >= plain at every width"] = bool(
-            np.all(ll >= -tie)
-        )
-        parts[f"{name}: both strictly better at the largest width H = {widths[name][-1]}"] = bool(
-            e[-1] > 0 and ll[-1] > 0
-        )
-    return parts
