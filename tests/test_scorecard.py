@@ -43,6 +43,7 @@ def test_scorecard_latest_status_and_not_yet_run():
         "reproduced": 1,
         "not reproduced": 0,
         "inconclusive": 0,
+        "stale (to be run again)": 0,
         "not yet run": len(claims.catalogue()) - 1,
     }
     assert counts["full"]["not reproduced"] == 1
@@ -192,3 +193,24 @@ def test_a_record_checked_against_an_older_lock_is_stale():
     assert row["full"]["stale"] and not row["quick"]["stale"]
     line = next(ln for ln in scorecard.scorecard_markdown([row]).splitlines() if "C1.2" in ln)
     assert line.count("stale") == 1
+
+
+def test_the_findings_in_words_skip_a_stale_full_record():
+    old = {
+        **record("C2.2", "full", "not reproduced", "2025-01-01T00:00:00+00:00"),
+        "locked": "not reproduced",
+        "says": "the old reading",
+    }
+    new = {
+        **record("C2.2", "quick", "inconclusive", "2025-01-02T00:00:00+00:00"),
+        "locked": "inconclusive",
+        "gate": {"passed": False, "why": "the chains did not mix", "decide": "longer chains"},
+    }
+    rows = scorecard.scorecard([old, new], links={}, seed_counts={})
+    row = next(r for r in rows if r["id"] == "C2.2")
+    assert row["locked"] == "inconclusive" and row["full"]["stale"]
+    text = scorecard.findings_markdown(rows)
+    line = next(line for line in text.splitlines() if line.startswith("- **C2.2**"))
+    assert "the chains did not mix" in line and "the old reading" not in line
+    counts = scorecard.summary(rows)
+    assert counts["full"][scorecard.STALE] == 1 and counts["full"]["not reproduced"] == 0

@@ -23,6 +23,7 @@ _MARKS = {
     claims.INCONCLUSIVE: "? inconclusive",
     claims.NOT_YET_RUN: "—",
 }
+STALE = "stale (to be run again)"
 # the status of several checks of one claim in one run: the worst of theirs
 _RANK = {claims.REPRODUCED: 0, claims.INCONCLUSIVE: 1, claims.NOT_REPRODUCED: 2}
 
@@ -131,14 +132,17 @@ def _cell(record: dict | None) -> dict:
 
 def summary(rows: Sequence[dict] | None = None) -> dict[str, dict[str, int]]:
     """Counts of the claims (not their further findings) per profile and status:
-    ``{"quick": {"reproduced": 3, ...}, "full": {...}}``."""
+    ``{"quick": {"reproduced": 3, ...}, "full": {...}}``. A cell checked against an older
+    lock counts as :data:`STALE` (its run must be repeated), not under its old status."""
     rows = scorecard() if rows is None else rows
     counts = {
-        p: dict.fromkeys((*claims.STATUSES, claims.NOT_YET_RUN), 0) for p in profiles.PROFILES
+        p: dict.fromkeys((*claims.STATUSES, STALE, claims.NOT_YET_RUN), 0)
+        for p in profiles.PROFILES
     }
     for row in rows:
         for profile in profiles.PROFILES:
-            status = row[profile]["status"]
+            cell = row[profile]
+            status = STALE if cell.get("stale") else cell["status"]
             counts[profile][status] = counts[profile].get(status, 0) + 1
     return counts
 
@@ -157,9 +161,11 @@ def _claim_cell(row: dict) -> str:
 
 
 def _words(row: dict) -> str:
-    """The finding in words of a row: the full profile's where it has run, else quick's."""
-    cell = row["full"] if row["full"]["status"] != claims.NOT_YET_RUN else row["quick"]
-    return cell["words"]
+    """The finding in words of a row: the full profile's where it has run against today's
+    lock, else this build's (quick)."""
+    full = row["full"]
+    fresh = full["status"] != claims.NOT_YET_RUN and not full.get("stale")
+    return full["words"] if fresh or not row["quick"]["words"] else row["quick"]["words"]
 
 
 def scorecard_markdown(rows: Sequence[dict] | None = None) -> str:
