@@ -13,9 +13,8 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy import stats
 
-from .. import models, tables
+from .. import diagnostics, models, tables
 from ..claims import Gate
 from ..inference import mcmc, permutations
 from ..inference import mean_field_family as mf
@@ -106,31 +105,6 @@ def mi_ceiling(width: int, num_perms: int | None = None) -> float:
     return log_g if num_perms is None else min(math.log(num_perms), log_g)
 
 
-def paired_interval(diffs, level: float = 0.95, *, n_resamples: int = 9999,
-                    seed: int = 0) -> np.ndarray:  # fmt: skip
-    """Mean and two-sided ``level`` interval of the mean of paired differences over seeds (n,):
-    the bias-corrected and accelerated (BCa) bootstrap of ``scipy.stats.bootstrap`` with
-    ``n_resamples`` resamples drawn from ``default_rng(seed)`` (deterministic).
-
-    The paired gains of chapter 5 are skewed and bimodal (ties near 0 where symmetrised
-    training leaves the merged units alone, a cluster of large gains where it separates them,
-    now and then an outlier), for which the Student-t interval's normal approximation fails;
-    BCa corrects for the skew. Returns ``[mean, low, high]``; an interval of zero width where
-    all differences are equal (identical paired runs).
-    """
-    d = np.asarray(diffs, dtype=np.float64).ravel()
-    if len(d) < 2:
-        raise ValueError(f"paired_interval needs at least 2 paired seeds, got {len(d)}")
-    if np.ptp(d) == 0:
-        return np.array([d[0], d[0], d[0]])
-    ci = stats.bootstrap((d,), np.mean, confidence_level=level, n_resamples=n_resamples,
-                         method="BCa", random_state=np.random.default_rng(seed))  # fmt: skip
-    low, high = ci.confidence_interval
-    if not (np.isfinite(low) and np.isfinite(high)):  # BCa undefined (e.g. one value differs)
-        low, high = np.quantile(ci.bootstrap_distribution, [(1 - level) / 2, (1 + level) / 2])
-    return np.array([d.mean(), low, high])
-
-
 def mi_gradient_norm(rng_key, q: dict, *, num_draws: int = 64,
                      num_perms: int | None = None) -> np.ndarray:  # fmt: skip
     """Per run: the Euclidean norm of the gradient of the symmetrisation term of the objective
@@ -152,8 +126,8 @@ def symmetrised_gains(fits: dict, *, num_perms: int | None = None, tie: float = 
 
     ``fits``: width → :func:`sx.fit_width` (the plain runs first, then the symmetrised ones
     with the same keys); ``num_perms``: None if I is exact, else the K of Î_K the fits used.
-    Per width, the ``level`` bootstrap interval (:func:`paired_interval`) of the mean of the
-    paired gains of
+    Per width, the ``level`` bootstrap interval (:func:`diagnostics.paired_interval`) of the
+    mean of the paired gains of
     :func:`sx.gains` in ``elbo`` (ELBO(q_G^sym) − ELBO(q^plain)), ``training`` (its part
     beyond symmetrising the plain fit after training, ELBO(q_G^sym) − ELBO(q_G^plain)) and
     ``test_ll`` (per test point), each (W, 3) rows [mean, low, high]. ``better``: the low
@@ -173,9 +147,9 @@ def symmetrised_gains(fits: dict, *, num_perms: int | None = None, tie: float = 
     """
     gain = sx.gains(fits)
     widths = list(fits)
-    elbo = np.stack([paired_interval(gain[w]["elbo"], level) for w in widths])
-    test_ll = np.stack([paired_interval(gain[w]["test_ll"], level) for w in widths])
-    training = np.stack([paired_interval(gain[w]["training"], level) for w in widths])
+    elbo = np.stack([diagnostics.paired_interval(gain[w]["elbo"], level) for w in widths])
+    test_ll = np.stack([diagnostics.paired_interval(gain[w]["test_ll"], level) for w in widths])
+    training = np.stack([diagnostics.paired_interval(gain[w]["training"], level) for w in widths])
     ceilings = np.array([mi_ceiling(w, num_perms) for w in widths])
     deficit = np.array(
         [c - np.mean(fits[w]["mi"][: len(gain[w]["elbo"])]) for w, c in zip(widths, ceilings,
