@@ -13,7 +13,7 @@ import jupytext
 import yaml
 from nbval.plugin import IPyNbFile
 
-from bnn_posteriors.book import toc_files
+from bnn_posteriors.site.chapters import toc_files
 
 ROOT = Path(__file__).resolve().parent
 

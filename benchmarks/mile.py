@@ -28,8 +28,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bnn_posteriors import cost, data, metrics, nets
+from bnn_posteriors.data import loaders as data
+from bnn_posteriors.evaluation import cost, metrics
 from bnn_posteriors.inference import ensembles, mile
+from bnn_posteriors.models import nets
 
 GRADS_PER_STEP = 2  # isokinetic McLachlan: two force evaluations per step (FSAL)
 

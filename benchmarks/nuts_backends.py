@@ -18,8 +18,9 @@ import time
 import jax
 import jax.numpy as jnp
 
-from bnn_posteriors import data, models
+from bnn_posteriors.data import loaders as data
 from bnn_posteriors.inference import mcmc
+from bnn_posteriors.models import numpyro_models as models
 
 BACKENDS = {"blackjax": mcmc.nuts, "numpyro": mcmc.nuts_numpyro}
 

@@ -1,3 +1,3 @@
-from bnn_posteriors.cli import main
+from bnn_posteriors.cli.main import main
 
 raise SystemExit(main())

@@ -3,7 +3,8 @@
 The warm starts of MILE ([SAP] §3.2, App. D.1; Sommer et al. 2025): ``n_members``
 networks, each from its own random initialisation and its own minibatch order, trained
 by AdamW on the Gaussian negative log-likelihood with σ fixed (σ = 1 for standardised
-targets), or, for the heteroscedastic model of :func:`bnn_posteriors.models.mlp_regression`
+targets), or, for the heteroscedastic model of
+:func:`bnn_posteriors.models.numpyro_models.mlp_regression`
 (two outputs, the authors' ``regr`` task), with σ(x) = clip(exp f_1(x), 1e-6, 1e6) learned
 by the network. Training stops for a member when its validation NLL has not improved for
 ``patience`` epochs, and the member's parameters of its best epoch are kept.
@@ -24,9 +25,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from bnn_posteriors import models, nets, validate
 from bnn_posteriors.inference import optim
-from bnn_posteriors.validate import positive, positive_int
+from bnn_posteriors.models import nets
+from bnn_posteriors.models import numpyro_models as models
+from bnn_posteriors.util import validate
+from bnn_posteriors.util.validate import positive, positive_int
 
 
 def check_xy(x, y, label: str, n_features: int | None = None) -> tuple[jax.Array, jax.Array]:
@@ -42,7 +45,8 @@ def gaussian_nll(
 
     σ_i = ``noise_scale`` (mean regression, one output), or, ``heteroscedastic`` (two outputs,
     ``noise_scale`` ignored), f(x_i) = f_0(x_i) and σ_i = clip(exp f_1(x_i), 1e-6, 1e6)
-    (:func:`bnn_posteriors.models.heteroscedastic_outputs`). ``x`` (n, d), ``y`` (n,).
+    (:func:`bnn_posteriors.models.numpyro_models.heteroscedastic_outputs`). ``x`` (n, d), ``y``
+    (n,).
     """
     out = nets.mlp_apply(params, x, activation)
     if heteroscedastic:
@@ -146,11 +150,12 @@ def train_ensemble(
     early stopping on the validation NLL with ``patience`` epochs, at most ``max_epochs``;
     the parameters of the best validation epoch are returned. ``x_*`` (n, d), ``y_*`` (n,).
     ``heteroscedastic``: members of the two-output model of
-    :func:`bnn_posteriors.models.mlp_regression`, ``widths`` = (d_in, hidden..., 2), trained
+    :func:`bnn_posteriors.models.numpyro_models.mlp_regression`, ``widths`` = (d_in, hidden...,
+    2), trained
     (and early-stopped) on its NLL with σ(x) = clip(exp f_1(x), 1e-6, 1e6); ``noise_scale`` must
     then be None.
 
-    Returns ``(params, info)``: ``params`` a parameter list of :mod:`bnn_posteriors.nets`
+    Returns ``(params, info)``: ``params`` a parameter list of :mod:`bnn_posteriors.models.nets`
     whose arrays have a leading member axis, ``W`` (members, d_in, d_out), ``b``
     (members, d_out); ``info`` holds per-member arrays (members,) ``val_nll`` (best
     validation NLL), ``best_epoch`` and ``epochs`` (epochs run).
@@ -196,7 +201,7 @@ def predict(params: list[dict], x, activation: str = "relu", heteroscedastic: bo
 
     Mean regression: the means (members, n). ``heteroscedastic`` (two-output members):
     the pair ``(mean, scale)``, each (members, n), with scale σ(x) = clip(exp f_1(x),
-    1e-6, 1e6) (:func:`bnn_posteriors.models.heteroscedastic_outputs`).
+    1e-6, 1e6) (:func:`bnn_posteriors.models.numpyro_models.heteroscedastic_outputs`).
     """
     if heteroscedastic:
         models.regression_widths(

@@ -10,7 +10,7 @@ fixed features). The prior precision δ can be set by the Laplace marginal
 likelihood (MacKay, 1992; Immer et al., 2021), post hoc at the MAP.
 
 Parameters are the project's MLP pytrees (a list of ``{"W", "b"}`` layers,
-:func:`bnn_posteriors.nets.mlp_apply`) or any pytree with an ``apply_fn``; the
+:func:`bnn_posteriors.models.nets.mlp_apply`) or any pytree with an ``apply_fn``; the
 last-layer variant needs a list whose last entry is ``{"W", "b"}``.
 """
 
@@ -26,9 +26,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from bnn_posteriors import nets, validate
-from bnn_posteriors.models import neg_log_likelihood
-from bnn_posteriors.validate import positive, positive_int
+from bnn_posteriors.models import nets
+from bnn_posteriors.models.numpyro_models import neg_log_likelihood
+from bnn_posteriors.util import validate
+from bnn_posteriors.util.validate import positive, positive_int
 
 SUBSETS = ("full", "last_layer")
 

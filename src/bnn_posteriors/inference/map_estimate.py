@@ -18,11 +18,12 @@ import jax.numpy as jnp
 import optax
 from jax.flatten_util import ravel_pytree
 
-from bnn_posteriors import nets, validate
 from bnn_posteriors.inference import optim
 from bnn_posteriors.inference.laplace import check_data
-from bnn_posteriors.models import neg_log_likelihood
-from bnn_posteriors.validate import positive, positive_int
+from bnn_posteriors.models import nets
+from bnn_posteriors.models.numpyro_models import neg_log_likelihood
+from bnn_posteriors.util import validate
+from bnn_posteriors.util.validate import positive, positive_int
 
 
 def regularised_loss(

@@ -33,7 +33,7 @@ from blackjax.adaptation.mclmc_adaptation import handle_nans
 from blackjax.diagnostics import effective_sample_size
 from blackjax.mcmc.integrators import isokinetic_mclachlan
 
-from bnn_posteriors.validate import positive, positive_int
+from bnn_posteriors.util.validate import positive, positive_int
 
 # MILE's tuning settings (Sommer et al. 2025, App.; [SAP] App. D.1).
 TUNING_FRACTIONS = (0.8, 0.1, 0.1)

@@ -20,8 +20,9 @@ from blackjax.mcmc.hmc import HMCState
 from numpyro.infer import MCMC, NUTS
 from numpyro.infer.util import constrain_fn, initialize_model, potential_energy
 
-from bnn_posteriors import cache, validate
 from bnn_posteriors.inference.optim import multistart_minimise
+from bnn_posteriors.store import cache
+from bnn_posteriors.util import validate
 
 
 def _check_inputs(where, model_kwargs, num_chains, num_warmup, num_samples, min_warmup=0):
@@ -114,7 +115,7 @@ def _compiled_nuts(model, static: tuple, num_warmup: int, target: float, max_dou
 
 
 CACHE_VERSION = "nuts-1"  # of the cached units "nuts-adapt" and "nuts-draws": bump it when
-# the sampler's numerics change (bnn_posteriors.cache)
+# the sampler's numerics change (bnn_posteriors.store.cache)
 
 
 def nuts(
@@ -147,7 +148,7 @@ def nuts(
     Long runs: ``chunk_size`` draws the samples in chunks of that many steps after the
     adaptation (the same draws as one run: every draw has its own key), with a progress
     bar (``progress``); with ``cache_dir`` (a directory, or True for the default one) the
-    adaptation and every chunk are units of :func:`bnn_posteriors.cache.cached` (version
+    adaptation and every chunk are units of :func:`bnn_posteriors.store.cache.cached` (version
     :data:`CACHE_VERSION`), so an interrupted run resumes at its last finished chunk.
     """
     _check_inputs("nuts", model_kwargs, num_chains, num_warmup, num_samples, 1)  # adaptation

@@ -1,10 +1,11 @@
 """The mean-field Gaussian q of an MLP by layer, as the symmetrised family needs it.
 
 q(ω) = Π_i N(ω_i; m_i, s_i²) is the guide :func:`bnn_posteriors.inference.vi.mean_field_guide`
-(``scale_transform="exp"``) of :func:`bnn_posteriors.models.mlp_regression` or
-:func:`~bnn_posteriors.models.mlp_classification`. The permutations of [SYM] act on hidden
+(``scale_transform="exp"``) of :func:`bnn_posteriors.models.numpyro_models.mlp_regression` or
+:func:`~bnn_posteriors.models.numpyro_models.mlp_classification`. The permutations of [SYM] act
+on hidden
 units, so this module holds q as ``{"loc": layers, "log_scale": layers}`` with ``layers`` an
-MLP parameter list of :mod:`bnn_posteriors.nets` (``[{"W", "b"}, {"W", "b"}]``), converts it
+MLP parameter list of :mod:`bnn_posteriors.models.nets` (``[{"W", "b"}, {"W", "b"}]``), converts it
 to and from the guide's parameters (``W0_auto_loc``, ``W0_auto_scale``, ...), draws from it
 and scores it (log q). The model's log joint at one ω comes from the
 NumPyro model itself (:func:`numpyro.infer.util.log_density`).
@@ -18,8 +19,10 @@ import jax
 import jax.numpy as jnp
 from numpyro.infer.util import log_density
 
-from .. import models, nets, theory
-from ..validate import positive_int
+from bnn_posteriors.models import nets
+from bnn_posteriors.models import numpyro_models as models
+from bnn_posteriors.theory import narrow_network as theory
+from bnn_posteriors.util.validate import positive_int
 
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 

@@ -23,9 +23,11 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from bnn_posteriors import models, nets, validate
 from bnn_posteriors.inference import optim
-from bnn_posteriors.validate import non_negative, positive, positive_int
+from bnn_posteriors.models import nets
+from bnn_posteriors.models import numpyro_models as models
+from bnn_posteriors.util import validate
+from bnn_posteriors.util.validate import non_negative, positive, positive_int
 
 
 def _check_flat(theta, name="theta_map"):

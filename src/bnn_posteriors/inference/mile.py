@@ -7,13 +7,14 @@ Langevin Monte Carlo (MCLMC), full batch, after MILE's three-phase tuning of the
 size ε and the momentum decoherence length L (:mod:`bnn_posteriors.inference.mclmc`).
 The chains run in one program, vectorised and sharded over all devices
 (:mod:`bnn_posteriors.inference.sharding`). The target is the log joint of
-:func:`bnn_posteriors.models.mlp_regression` with log σ sampled (:func:`log_density`), or,
+:func:`bnn_posteriors.models.numpyro_models.mlp_regression` with log σ sampled
+(:func:`log_density`), or,
 with ``heteroscedastic=True``, of its two-output model y ~ N(f_0(x), σ(x)²), σ(x) =
 clip(exp f_1(x), 1e-6, 1e6): the authors' ``regr`` task of [SAP] Figs. 1, 5, 7, whose
 positions have no ``log_sigma`` site.
 
 Long runs resume: with ``cache_dir`` each chain's tuning and each chain's sampling is a
-unit of :func:`bnn_posteriors.cache.cached` under version :data:`CACHE_VERSION`, so an
+unit of :func:`bnn_posteriors.store.cache.cached` under version :data:`CACHE_VERSION`, so an
 interrupted run recomputes only the chains that did not finish.
 
 For callers of earlier versions, the MCLMC names (:func:`mclmc_chain`,
@@ -32,7 +33,6 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from numpyro.infer.util import potential_energy
 
-from bnn_posteriors import cache, models, nets
 from bnn_posteriors.inference import mclmc, mcmc, sharding
 from bnn_posteriors.inference.ensembles import check_xy
 from bnn_posteriors.inference.mclmc import (  # noqa: F401  (re-exported, see the docstring)
@@ -53,9 +53,12 @@ from bnn_posteriors.inference.sharding import (  # noqa: F401  (re-exported, see
     replicate,
     shard_chains,
 )
-from bnn_posteriors.validate import positive, positive_int
+from bnn_posteriors.models import nets
+from bnn_posteriors.models import numpyro_models as models
+from bnn_posteriors.store import cache
+from bnn_posteriors.util.validate import positive, positive_int
 
-# Version of the cached units "mile-tune" and "mile-sample" (bnn_posteriors.cache): bump it
+# Version of the cached units "mile-tune" and "mile-sample" (bnn_posteriors.store.cache): bump it
 # whenever an edit can change their results (mclmc.py's tuning or sampling, sharding.py's
 # keys and chunks, the log density of models.mlp_regression, what a unit stores).
 CACHE_VERSION = "mile-2"
@@ -74,7 +77,8 @@ def log_density(
     """log p(y, θ) of mean regression with log σ sampled ([SAP] §5, App. D.1).
 
     Every weight and bias ~ N(0, prior_scale²), log σ ~ N(0, 1), y_i ~ N(f_θ(x_i), σ²):
-    the log joint of :func:`bnn_posteriors.models.mlp_regression` (``noise_scale=None``).
+    the log joint of :func:`bnn_posteriors.models.numpyro_models.mlp_regression`
+    (``noise_scale=None``).
     ``position``: dict of sites ``W{i}`` (d_in, d_out), ``b{i}`` (d_out,), ``log_sigma`` ().
     ``heteroscedastic``: the two-output model, y_i ~ N(f_0(x_i), σ(x_i)²) with σ(x) =
     clip(exp f_1(x), 1e-6, 1e6); no ``log_sigma`` site.
@@ -118,7 +122,7 @@ def warm_start_positions(params: list[dict], log_sigma=None, heteroscedastic: bo
 
 
 def params_of(position: dict) -> list[dict]:
-    """Positions (any leading axes) → the parameter list of :mod:`bnn_posteriors.nets`."""
+    """Positions (any leading axes) → the parameter list of :mod:`bnn_posteriors.models.nets`."""
     n_layers = sum(1 for k in position if k.startswith("W"))
     if n_layers == 0:
         raise ValueError("position has no W{i} sites")

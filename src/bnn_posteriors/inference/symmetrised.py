@@ -12,7 +12,7 @@ This module evaluates log q_G exactly (log-permanent over G), estimates I exactl
 or by the InfoNCE-style lower bound Î_K from K sampled permutations, and fits q by
 maximising ELBO(q) + λ·I ([SYM] eq. 8; λ = 0: plain MFVI, λ = 1: symmetrised) with the
 package's one mean-field VI (:func:`bnn_posteriors.inference.vi.svi_steps`): the model
-:func:`bnn_posteriors.models.mlp_regression` or ``mlp_classification``, the guide
+:func:`bnn_posteriors.models.numpyro_models.mlp_regression` or ``mlp_classification``, the guide
 :func:`~bnn_posteriors.inference.vi.mean_field_guide`, the objective
 :class:`SymmetrisedELBO` (``TraceMeanField_ELBO`` minus λ·I).
 
@@ -31,11 +31,8 @@ import jax.numpy as jnp
 from jax.scipy.special import logsumexp
 from numpyro.infer import TraceMeanField_ELBO
 
-from .. import nets, validate
-from ..models import MLP
-from ..validate import positive_int
-from . import vi
-from .mean_field_family import (
+from bnn_posteriors.inference import vi
+from bnn_posteriors.inference.mean_field_family import (
     HALF_LOG_2PI,
     _check_q,
     from_guide_params,
@@ -45,7 +42,16 @@ from .mean_field_family import (
     sample_mean_field,
     to_guide_params,
 )
-from .permutations import MAX_EXACT_WIDTH, log_permanent, permute_params, random_permutations
+from bnn_posteriors.models import nets
+from bnn_posteriors.models.numpyro_models import MLP
+from bnn_posteriors.models.symmetry.permutations import (
+    MAX_EXACT_WIDTH,
+    log_permanent,
+    permute_params,
+    random_permutations,
+)
+from bnn_posteriors.util import validate
+from bnn_posteriors.util.validate import positive_int
 
 # --------------------------------------------------------------------------- q under G
 

@@ -7,7 +7,8 @@ ELBO ("In practice, it is common to consider a tempered ELBO") is
     ELBO_η^N(θ) = −η KL(q_θ‖P0) + Σ_i E_q[log L(y_i | x_i, w)],
 
 and the slides' balanced temperature is η_N = τ p / N. Here the model is
-:func:`bnn_posteriors.models.mlp_regression` / :func:`~bnn_posteriors.models.mlp_classification`
+:func:`bnn_posteriors.models.numpyro_models.mlp_regression` /
+:func:`~bnn_posteriors.models.numpyro_models.mlp_classification`
 without biases and with ``output_scale = 1/N`` (a bias of the hidden layer is a column of
 ones appended to x, :func:`augment`); η multiplies the KL by ``numpyro.handlers.scale`` on the
 guide, whose sites carry the analytic Gaussian KL of ``TraceMeanField_ELBO``.
@@ -25,9 +26,12 @@ import numpyro
 from jax.scipy.special import ndtr
 from numpyro.infer import TraceMeanField_ELBO
 
-from .. import models, nets, theory, validate
-from ..validate import positive, positive_array, positive_int
-from . import vi
+from bnn_posteriors.inference import vi
+from bnn_posteriors.models import nets
+from bnn_posteriors.models import numpyro_models as models
+from bnn_posteriors.theory import narrow_network as theory
+from bnn_posteriors.util import validate
+from bnn_posteriors.util.validate import positive, positive_array, positive_int
 
 SITES = ("W0", "W1")
 

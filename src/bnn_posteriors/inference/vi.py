@@ -29,9 +29,11 @@ from numpyro.infer.autoguide import AutoNormal
 from numpyro.infer.initialization import init_to_uniform, init_to_value
 from numpyro.optim import optax_to_numpyro
 
-from .. import nets, theory, validate
-from ..validate import positive
-from . import optim
+from bnn_posteriors.inference import optim
+from bnn_posteriors.models import nets
+from bnn_posteriors.theory import narrow_network as theory
+from bnn_posteriors.util import validate
+from bnn_posteriors.util.validate import positive
 
 SCHEDULES = ("cosine", "constant")
 SCALE_TRANSFORMS = ("softplus", "exp")
@@ -181,7 +183,8 @@ def sample_mfvi(rng_key, fit: dict, num_samples: int):
 def mlp_output_samples(rng_key, fit: dict, x, num_samples: int = 100, *, activation="relu"):
     """Network outputs f(x; θ_s) of an MLP model for θ_s ~ q, s = 1..``num_samples``: (S, n).
 
-    ``fit`` is :func:`fit_mfvi`'s result for :func:`bnn_posteriors.models.mlp_regression`
+    ``fit`` is :func:`fit_mfvi`'s result for
+    :func:`bnn_posteriors.models.numpyro_models.mlp_regression`
     (sites ``W0, b0, W1, ...``); ``x`` (n, d_in) with d_in the rows of ``W0``.
     """
     validate.positive_int("num_samples", num_samples, where="mlp_output_samples")
@@ -235,7 +238,7 @@ def fit_mfvi_narrow(
     """MFVI of the narrow network ([SAP] §2.1) by maximising its closed-form ELBO.
 
     For q = ∏ N(μ_l, s_l²) both ELBO terms are analytic
-    (:func:`bnn_posteriors.theory.mfvi_elbo`), so the optimum is found without
+    (:func:`bnn_posteriors.theory.narrow_network.mfvi_elbo`), so the optimum is found without
     Monte-Carlo noise: Adam from ``num_starts`` random starts (μ ~ N(0, τ²),
     s = τ/2) on (μ, log s), each end point polished by Newton steps. All depths
     up to ``max_depth`` share one compiled program (:func:`narrow_negative_elbo`).

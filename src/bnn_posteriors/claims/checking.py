@@ -1,0 +1,417 @@
+"""Claim checks: decide, record and lock whether a claim of the catalogue reproduces.
+
+The catalogue is ``claims/catalogue.toml``: per claim the paper's sentence, the book's operational
+reading, why that reading is faithful, and the locked status. A check has three outcomes:
+
+- **reproduced**: the evidence supports the paper's statement, with a margin;
+- **not reproduced**: the evidence contradicts it;
+- **inconclusive**: the book cannot decide (a :class:`Gate` that the evidence must pass
+  first, such as mixed chains, failed); the record says why and what would decide it.
+
+A chapter calls :func:`check` once per claim, e.g. ``check("C3.4", root, expect=0.777,
+tol=1e-3)`` or ``check("C1.5", nu_by_depth, rule="non-increasing")``. A check the book
+adds beyond the paper is a *further finding*: ``check("C6.6", value, ...,
+finding="linearised-la")``, locked separately under the claim's ``findings`` table and
+never part of the claim's status. Each call appends one JSON line to
+``<claims_dir>/<profile>/<chapter>.jsonl`` and raises :class:`ClaimError` when the
+measured status differs from the status locked in ``claims/catalogue.toml``, so that no result
+changes unseen. :mod:`bnn_posteriors.claims.scorecard` builds the book's scorecard from
+the records; :func:`short` and :func:`expectation` format a record's value and expectation
+for the unlock message and the scorecard alike.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import importlib.resources
+import json
+import os
+import platform
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bnn_posteriors.claims import rules as claim_rules
+from bnn_posteriors.claims.rules import margin  # noqa: F401 (re-exported: the sweep calls it)
+from bnn_posteriors.site import profiles
+from bnn_posteriors.store import provenance
+from bnn_posteriors.store.provenance import repo_root  # re-exported: chapters import it from here
+
+REPRODUCED = "reproduced"
+NOT_REPRODUCED = "not reproduced"
+INCONCLUSIVE = "inconclusive"
+NOT_YET_RUN = "not yet run"
+STATUSES = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE)
+
+_SIGNIFICANT = 6  # significant digits of the floats stored in a record
+
+
+# One id per process: the checks of one execution of a chapter share it, so the
+# scorecard can judge a claim by all the checks of its latest run.
+RUN_ID = f"{platform.node()}-{os.getpid()}-{_dt.datetime.now(_dt.UTC):%Y%m%dT%H%M%S%f}"
+
+
+class ClaimError(AssertionError):
+    """A claim's measured status differs from the status locked in ``claims/catalogue.toml``."""
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A condition the evidence must meet before a check can decide its claim.
+
+    ``passed``: whether it is met; ``why``: what was measured, in words a reader
+    understands ("the chains did not mix: median ESS 11 of 5 000 draws"); ``decide``:
+    what would decide the claim ("chains with a median ESS of at least 100"). A check
+    whose gate fails is *inconclusive*, whatever its rule finds.
+    """
+
+    passed: bool
+    why: str
+    decide: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.passed, bool | np.bool_):
+            raise TypeError(f"Gate.passed must be a bool, got {self.passed!r}")
+        if not (str(self.why).strip() and str(self.decide).strip()):
+            raise ValueError(
+                "a Gate needs why= (what was measured) and decide= (what would decide it)"
+            )
+
+
+# --------------------------------------------------------------------------- catalogue
+
+
+@functools.cache
+def _read_catalogue() -> tuple[dict, ...]:
+    text = (
+        importlib.resources.files("bnn_posteriors.claims")
+        .joinpath("catalogue.toml")
+        .read_text("utf-8")
+    )
+    return validated(tuple(tomllib.loads(text).get("claim", [])))
+
+
+def validated(claims: tuple[dict, ...]) -> tuple[dict, ...]:
+    """The catalogue's claims, each checked for its fields and its locks (ValueError)."""
+    for claim in claims:
+        missing = {"id", "chapter", "title", "source", "locked"} - set(claim)
+        if missing:
+            raise ValueError(f"claims/catalogue.toml: claim {claim!r} lacks {sorted(missing)}")
+        for name, locked in {"": claim["locked"], **claim.get("findings", {})}.items():
+            if locked not in STATUSES:
+                what = f"finding {name!r} of claim" if name else "claim"
+                raise ValueError(
+                    f"claims/catalogue.toml: {what} {claim['id']} is locked as {locked!r}; "
+                    f"use one of {STATUSES}"
+                )
+    return claims
+
+
+def catalogue() -> list[dict]:
+    """The claims of ``claims/catalogue.toml`` in order: dicts with id, chapter, title, source,
+    locked,
+    the paper's ``sentence``, the book's ``reading``, why it is ``faithful``, and the locks
+    of its further ``findings`` (name → status; empty if none)."""
+    return [dict(claim) for claim in _read_catalogue()]
+
+
+def _claim(claim_id: str) -> dict:
+    for claim in catalogue():
+        if claim["id"] == claim_id:
+            claim.setdefault("findings", {})
+            return claim
+    raise ValueError(
+        f"unknown claim id {claim_id!r}; the ids are those of claims/catalogue.toml (e.g. 'C1.4')"
+    )
+
+
+def chapter_of(claim_id: str) -> int:
+    """The chapter number of a claim id: ``"C1.4"`` → 1."""
+    head, _, _ = claim_id.partition(".")
+    if not head.startswith("C") or not head[1:].isdigit():
+        raise ValueError(f"malformed claim id {claim_id!r}; expected 'C<chapter>.<n>'")
+    return int(head[1:])
+
+
+# --------------------------------------------------------------------------- locations
+
+
+def claims_dir() -> Path:
+    """Where checks write: ``$BNN_CLAIMS_DIR``, else ``<root>/_build/claims``."""
+    env = os.environ.get("BNN_CLAIMS_DIR", "").strip()
+    if env:
+        return Path(env)
+    return (repo_root() or Path.cwd()) / "_build" / "claims"
+
+
+def committed_claims_dir() -> Path | None:
+    """The committed records (full profile, with provenance): ``<root>/results/claims``."""
+    root = repo_root()
+    return None if root is None else root / "results" / "claims"
+
+
+def record_path(claim_id: str, profile: str, directory: Path | None = None) -> Path:
+    """The JSON-lines file of a claim's chapter: ``<dir>/<profile>/<NN>.jsonl``."""
+    base = claims_dir() if directory is None else Path(directory)
+    return base / profile / f"{chapter_of(claim_id):02d}.jsonl"
+
+
+def _seed(seed: int | None, chapter: int) -> int | None:
+    """The seed given, else the chapter's seed from ``profiles`` (honours ``$BNN_SEED``)."""
+    if seed is not None:
+        return int(seed)
+    names = [name for name in profiles.chapters() if name.startswith(f"{chapter:02d}_")]
+    if names:
+        return profiles.chapter_seed(names[0])
+    raw = os.environ.get("BNN_SEED", "").strip()
+    return int(raw) if raw.isdigit() else None
+
+
+# --------------------------------------------------------------------------- values
+
+
+def to_json(value: Any) -> Any:
+    """Plain JSON-able Python: arrays → lists, floats to 6 significant digits, NaN → "NaN"."""
+    return provenance.to_json(value, _SIGNIFICANT)
+
+
+def record_only() -> bool:
+    """True when ``$BNN_CLAIMS_RECORD_ONLY`` is 1: checks record but never raise (the sweep)."""
+    return os.environ.get("BNN_CLAIMS_RECORD_ONLY", "").strip() == "1"
+
+
+# --------------------------------------------------------------------------- check
+
+
+class Record(dict):
+    """A claim record (a plain dict) that shows itself in a notebook as one line."""
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(summary_line(self))
+
+
+def summary_line(record: dict) -> str:
+    """'C2.1 reproduced: measured 2.3e-07, expected > -1e-09' for a record (its finding's
+    name after the id, and the gate's reason when it is inconclusive)."""
+    name = record["id"] + (f" [{record['finding']}]" if record.get("finding") else "")
+    line = (
+        f"{name} {record['status']}: measured {short(record.get('value'), 60)}, "
+        f"expected {expectation(record, width=60)}"
+    )
+    gate = record.get("gate")
+    if record["status"] == INCONCLUSIVE and gate:
+        line += f"; {gate['why']}, so the check cannot decide (would decide: {gate['decide']})"
+    return line
+
+
+def in_words(record: dict) -> str:
+    """The finding of a record in words: the failed gate's reason and what would decide
+    it; else the check's ``says``; else what was measured (its note), the measured value
+    against the expectation, and the rule's message."""
+    gate = record.get("gate")
+    if record.get("status") == INCONCLUSIVE and gate:
+        return f"{gate['why']}, so the check cannot decide; what would decide it: {gate['decide']}"
+    if record.get("says"):
+        return record["says"]
+    measured = f"measured {short(record.get('value'), 40)}, expected {expectation(record, 40)}"
+    note = str(record.get("note", "")).strip()
+    return f"{note + ': ' if note else ''}{measured} ({record.get('message', '')})"
+
+
+def check(
+    claim_id: str,
+    value: Any,
+    *,
+    expect: Any = None,
+    rule: str = "approx",
+    tol: float | None = None,
+    rtol: float | None = None,
+    note: str = "",
+    says: str = "",
+    gate: Gate | None = None,
+    finding: str | None = None,
+    committed: str | None = None,
+    seed: int | None = None,
+) -> dict:
+    """Check a claim, append its record and return it; raise ClaimError if it unlocks.
+
+    Rules: ``approx`` (|value − expect| ≤ max(tol, rtol·|expect|), elementwise),
+    ``greater``/``less`` (value > / < expect, elementwise), ``non-increasing``,
+    ``non-decreasing``, ``increasing``, ``decreasing`` (over a 1-D sequence; the last
+    two strictly) and ``true`` (a bool or all of an array of bools). A NaN value does
+    not reproduce. The status is "reproduced" or "not reproduced" as the rule finds,
+    unless ``gate`` failed: then "inconclusive" (the rule's outcome is still recorded).
+
+    ``says``: the finding in one sentence a reader understands (the scorecard shows it);
+    ``note``: what was measured, in detail. ``finding``: the name of a further finding
+    (a check beyond the paper's statement, locked under the claim's ``findings``), or
+    None for the paper's claim. ``committed``: the committed results file(s) the value
+    was read from, when the check decides on them (its value cannot vary with the seed).
+    ``seed`` is recorded as given, else ``$BNN_SEED``, else null. The record carries the
+    check's :func:`margin`. Under ``$BNN_CLAIMS_RECORD_ONLY=1`` (the seed sweep) an
+    unlocked status is recorded but not raised.
+    """
+    claim = _claim(claim_id)
+    if finding is not None and finding not in claim["findings"]:
+        known = sorted(claim["findings"]) or "none"
+        raise ValueError(
+            f"claim {claim_id} has no further finding {finding!r} in claims/catalogue.toml; "
+            f"its findings: {known}"
+        )
+    if gate is not None and not isinstance(gate, Gate):
+        raise TypeError(f"gate must be a claims.Gate, got {type(gate).__name__}")
+    claim_rules.validate(rule, expect, tol, rtol)
+    reproduced, message = claim_rules.evaluate(rule, value, expect, tol, rtol)
+    status = REPRODUCED if reproduced else NOT_REPRODUCED
+    if gate is not None and not gate.passed:
+        status = INCONCLUSIVE
+    locked = claim["locked"] if finding is None else claim["findings"][finding]
+    root = repo_root()
+    record = {
+        "id": claim_id,
+        "finding": finding,
+        "chapter": int(claim["chapter"]),
+        "profile": profiles.profile_name(),
+        "seed": _seed(seed, int(claim["chapter"])),
+        "run": RUN_ID,
+        "value": to_json(value),
+        "expect": to_json(expect),
+        "rule": rule,
+        "tol": to_json(tol),
+        "rtol": to_json(rtol),
+        "reproduced": reproduced,
+        "margin": to_json(margin(rule, value, expect, tol, rtol)),
+        "status": status,
+        "locked": locked,
+        "gate": None
+        if gate is None
+        else {"passed": bool(gate.passed), "why": gate.why, "decide": gate.decide},
+        "committed": committed,
+        "message": message,
+        "says": says,
+        "note": note,
+        "time": provenance.now("microseconds"),
+        "git_commit": provenance.git_commit(root),
+        "host": provenance.host(),
+        "versions": dict(provenance.versions()),
+    }
+    record = Record(record)
+    append_record(record)
+    if status != locked and not record_only():
+        raise ClaimError(_unlock_message(claim, record))
+    return record
+
+
+def append_record(record: dict, directory: Path | None = None) -> Path:
+    """Append one record as a JSON line to its chapter file; return the file's path."""
+    path = record_path(record["id"], record["profile"], directory)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(record, ensure_ascii=False, allow_nan=False)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+    return path
+
+
+def _unlock_message(claim: dict, record: dict) -> str:
+    what = f"further finding {record['finding']!r} of claim" if record.get("finding") else "claim"
+    return (
+        f"{what} {claim['id']} ({claim['title']}; {claim['source']}) measured "
+        f"{record['status']!r} in the {record['profile']} profile, but claims/catalogue.toml locks "
+        f"{record['locked']!r}.\n"
+        f"  measured: {short(record['value'], 200)}\n"
+        f"  expected: {expectation(record)}\n"
+        f"  detail:   {record['message']}\n"
+        f"  finding:  {in_words(record)}\n"
+        "A change of status must be explained in the chapter and locked in claims/catalogue.toml "
+        "(src/bnn_posteriors/claims/catalogue.toml); the record was written to "
+        f"{record_path(record['id'], record['profile'])}."
+    )
+
+
+# --------------------------------------------------------------------------- records
+
+
+def load_records(claims_dirs: Iterable[Path | str] | None = None) -> list[dict]:
+    """All records under ``claims_dirs`` (default: :func:`claims_dir` and results/claims).
+
+    Each folder holds ``<profile>/<NN>.jsonl`` files of one JSON object per line.
+    """
+    if claims_dirs is None:
+        claims_dirs = [claims_dir(), committed_claims_dir()]
+    seen: set[Path] = set()
+    records: list[dict] = []
+    for directory in claims_dirs:
+        if directory is None or not Path(directory).is_dir():
+            continue
+        resolved = Path(directory).resolve()
+        if resolved in seen:
+            continue
+        seen.add(resolved)
+        for path in sorted(resolved.glob("*/*.jsonl")):
+            records.extend(read_jsonl(path))
+    return records
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """The records of one JSON-lines file; a malformed line raises ValueError (file:line)."""
+    records = []
+    with Path(path).open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{number}: malformed claim record: {error}") from None
+            if not isinstance(record, dict):
+                raise ValueError(f"{path}:{number}: a claim record must be a JSON object")
+            missing = {"id", "profile", "status", "time"} - set(record)
+            if missing:
+                raise ValueError(f"{path}:{number}: claim record lacks {sorted(missing)}")
+            records.append(record)
+    return records
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def short(value: Any, width: int = 24) -> str:
+    """A short string of a recorded value: 4 significant digits, first 3 list items, '…'."""
+    text = _short(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _short(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return claim_rules.fmt(value)
+    if isinstance(value, list):
+        items = [_short(item) for item in value[:3]]
+        return "[" + ", ".join(items) + (", …" if len(value) > 3 else "") + "]"
+    if isinstance(value, dict):
+        items = [f"{key}: {_short(item)}" for key, item in list(value.items())[:3]]
+        return "{" + ", ".join(items) + (", …" if len(value) > 3 else "") + "}"
+    return str(value)
+
+
+def expectation(record: dict, width: int = 200) -> str:
+    """The expectation of a record as a short string: '≈ 0.777 ± 0.001', '> 0.5', 'increasing'."""
+    rule, expect = record.get("rule"), record.get("expect")
+    if rule == "approx":
+        bounds = [f"± {short(record['tol'])}"] if record.get("tol") is not None else []
+        if record.get("rtol") is not None:
+            bounds.append(f"rtol {short(record['rtol'])}")
+        text = f"≈ {short(expect, width)} {' or '.join(bounds)}"
+    elif rule in ("greater", "less"):
+        text = f"{'>' if rule == 'greater' else '<'} {short(expect, width)}"
+    else:
+        text = str(rule)
+    return text if len(text) <= width else text[: width - 1] + "…"

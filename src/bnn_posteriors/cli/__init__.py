@@ -1,0 +1,1 @@
+"""The ``bnn-posteriors`` command."""

@@ -1,0 +1,311 @@
+"""The ``bnn-posteriors`` command: run a chapter headless, print the claim scorecard.
+
+``bnn-posteriors run book/01_narrow_networks.md --profile full --seed 1`` executes the
+MyST chapter with nbclient and writes ``_build/executed/<profile>/<stem>.ipynb``;
+``bnn-posteriors claims`` prints the status of every claim per profile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from bnn_posteriors.claims import checking as claims
+from bnn_posteriors.claims import scorecard
+from bnn_posteriors.cli.studies import run_benchmark, run_many_chains, run_prior_scales
+from bnn_posteriors.site import profiles
+
+WIDTH = 100  # terminal columns of the scorecard table
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``bnn-posteriors``: run, benchmark, prior-scales, many-chains, sweep,
+    claims."""
+    parser = argparse.ArgumentParser(
+        prog="bnn-posteriors",
+        description="Run the book's chapters and report the status of its claims.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="execute a MyST chapter headless with nbclient")
+    run.add_argument("chapter", type=Path, help="the chapter's .md file (Jupytext MyST)")
+    run.add_argument("--profile", help="quick or full (default: $BNN_PROFILE, else quick)")
+    run.add_argument("--seed", type=int, help="override the chapter's seed (sets BNN_SEED)")
+    run.add_argument("--timeout", type=int, help="seconds allowed per cell (default: none)")
+    run.add_argument(
+        "--out",
+        type=Path,
+        help="folder of executed notebooks (default: <repo root>/_build/executed)",
+    )
+
+    bench = commands.add_parser(
+        "benchmark", help="run the UCI benchmark table of chapter 8 unit by unit (resumable)"
+    )
+    bench.add_argument("--profile", help="quick or full (default: $BNN_PROFILE, else quick)")
+    bench.add_argument("--datasets", nargs="+", help="data sets (default: the profile's)")
+    bench.add_argument("--splits", nargs="+", type=int, help="split seeds (default: the profile's)")
+    bench.add_argument("--units", nargs="+", help="laplace, mfvi, mile (default: all)")
+    bench.add_argument(
+        "--skip-existing",
+        action="store_true",
+        help="read units whose result file exists with the same settings (resume)",
+    )
+    bench.add_argument(
+        "--out",
+        type=Path,
+        help="folder of the per-unit JSON results (default: <repo root>/results/ch8_benchmark)",
+    )
+
+    prior = commands.add_parser(
+        "prior-scales",
+        help="run chapter 7's prior-scale cells (C7.6) one by one, each written to results/ "
+        "as it finishes and read back by later runs (resumable across machines)",
+    )
+    prior.add_argument("--profile", help="quick or full (default: $BNN_PROFILE, else quick)")
+    prior.add_argument("--datasets", nargs="+", help="data sets (default: the profile's)")
+    prior.add_argument("--depths", nargs="+", type=int, help="depths (default: the profile's)")
+    prior.add_argument(
+        "--out",
+        type=Path,
+        help="folder of the per-cell JSON results (default: results/<prior_results> of the "
+        "profile)",
+    )
+
+    many = commands.add_parser(
+        "many-chains",
+        help="run chapter 7's many-chain study (C7.3, C7.4) seed by seed, each run written to "
+        "results/ as it finishes and read back by later runs (resumable across machines)",
+    )
+    many.add_argument("--profile", help="quick or full (default: $BNN_PROFILE, else quick)")
+    many.add_argument("--seeds", nargs="+", type=int, help="seeds (default: the profile's)")
+    many.add_argument(
+        "--out", type=Path, help="folder of the per-seed results (default: results/<many_results>)"
+    )
+
+    sweep = commands.add_parser(
+        "sweep",
+        help="run chapters under several seeds; write each check's status and margin "
+        "to results/sweep/<profile>.json",
+    )
+    sweep.add_argument("--seeds", type=int, default=5, help="seeds per chapter (default: 5)")
+    sweep.add_argument("--chapters", nargs="+", help="chapter stems (default: every chapter)")
+    sweep.add_argument("--profile", help="quick or full (default: $BNN_PROFILE, else quick)")
+    sweep.add_argument("--out", type=Path, help="the sweep file (default: results/sweep/)")
+    sweep.add_argument(
+        "--resume", action="store_true", help="keep the runs already in the file (resume)"
+    )
+    sweep.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="run nothing: merge these sweep files (chapters swept separately) into --out",
+    )
+
+    report = commands.add_parser("claims", help="print the claim scorecard")
+    report.add_argument("--profile", help="show one profile only (quick or full)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code (0 ok, 1 failed, 2 usage)."""
+    args = build_parser().parse_args(argv)
+    try:
+        profile = profiles.profile_name(args.profile)  # validates $BNN_PROFILE too
+        profile = profile if args.profile is not None else None  # None: from the environment
+    except ValueError as error:
+        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
+        return 2
+    if args.command == "run":
+        return run_chapter(args.chapter, profile, args.seed, args.timeout, args.out)
+    if args.command == "benchmark":
+        return run_benchmark(
+            profile, args.datasets, args.splits, args.units, args.out, args.skip_existing
+        )
+    if args.command == "prior-scales":
+        return run_prior_scales(profile, args.datasets, args.depths, args.out)
+    if args.command == "many-chains":
+        return run_many_chains(profile, args.seeds, args.out)
+    if args.command == "sweep":
+        return run_sweep(args.chapters, args.seeds, profile, args.out, args.resume, args.merge)
+    return print_claims(profile)
+
+
+# --------------------------------------------------------------------------- run
+
+
+def run_chapter(
+    chapter: Path,
+    profile: str | None = None,
+    seed: int | None = None,
+    timeout: int | None = None,
+    out: Path | None = None,
+) -> int:
+    """Execute ``chapter`` under ``profile``/``seed``; write the executed notebook."""
+    try:
+        profile = profiles.profile_name(profile)
+    except ValueError as error:
+        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
+        return 2
+    chapter = Path(chapter)
+    if not chapter.is_file():
+        print(f"bnn-posteriors: error: no chapter file {chapter}", file=sys.stderr)
+        return 2
+    if seed is not None and seed < 0:
+        print(f"bnn-posteriors: error: --seed must be ≥ 0, got {seed}", file=sys.stderr)
+        return 2
+
+    import jupytext
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    notebook = jupytext.read(chapter)
+    target = executed_path(chapter, profile, out)
+    variables = {"BNN_PROFILE": profile}
+    if seed is not None:
+        variables["BNN_SEED"] = str(seed)
+    from tqdm import tqdm
+
+    print(f"running {chapter} (profile {profile}, seed {variables.get('BNN_SEED', 'default')})")
+    progress = tqdm(
+        total=sum(cell.cell_type == "code" for cell in notebook.cells),
+        desc=chapter.stem,
+        unit="cell",
+        file=sys.stdout,
+    )
+    client = NotebookClient(
+        notebook,
+        kernel_name="python3",
+        timeout=timeout,
+        resources={"metadata": {"path": str(chapter.resolve().parent)}},
+        on_cell_executed=lambda **_: progress.update(),
+    )
+    start = time.perf_counter()
+    failure = None
+    with environ(variables):
+        try:
+            client.execute()
+        except (CellExecutionError, CellTimeoutError, DeadKernelError) as error:
+            failure = error
+    progress.close()
+    wall = time.perf_counter() - start
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, target)
+    print(f"executed notebook: {target}")
+    print(f"wall time: {wall:.1f} s")
+    if failure is not None:
+        print(f"bnn-posteriors: {chapter} failed:\n{failure}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def executed_path(chapter: Path, profile: str, out: Path | None = None) -> Path:
+    """Where the executed notebook goes: ``<out>/<profile>/<stem>.ipynb``."""
+    if out is None:
+        out = (claims.repo_root() or Path.cwd()) / "_build" / "executed"
+    return Path(out) / profile / f"{Path(chapter).stem}.ipynb"
+
+
+@contextlib.contextmanager
+def environ(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables for the kernel, restoring the old values afterwards."""
+    old = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+# --------------------------------------------------------------------------- sweep
+
+
+def run_sweep(
+    chapters: Sequence[str] | None,
+    n_seeds: int,
+    profile: str | None,
+    out: Path | None,
+    resume: bool = False,
+    merge: Sequence[Path] | None = None,
+) -> int:
+    """Run (or ``merge``) the seed sweep and print its table; 2 on bad input."""
+    from bnn_posteriors.claims import sweep
+
+    try:
+        if merge:
+            target = out if out is not None else sweep.sweep_path(profile or "quick")
+            result = sweep.merge_sweeps(merge, target)
+        else:
+            result = sweep.run_sweep(chapters, n_seeds, profile, out, resume=resume)
+    except ValueError as error:
+        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
+        return 2
+    rows = sweep.summarise(result)
+    print(sweep.sweep_markdown(result))
+    swept = [row for row in rows if not row["committed"]]
+    fragile = [sweep.check_name(row) for row in swept if not row["robust"]]
+    print(f"{len(swept) - len(fragile)} of {len(swept)} checks robust" + (
+        f"; not robust: {', '.join(fragile)}" if fragile else "") + (
+        f"; {len(rows) - len(swept)} decided on committed results (seed-independent)"))  # fmt: skip
+    return 0
+
+
+# --------------------------------------------------------------------------- claims
+
+
+def print_claims(profile: str | None = None) -> int:
+    """Print the scorecard (one profile, or both) and the counts; 2 on unreadable records."""
+    try:
+        rows = scorecard.scorecard()
+    except ValueError as error:
+        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
+        return 2
+    shown = profiles.PROFILES if profile is None else (profile,)
+    print(scorecard_text(rows, shown))
+    counts = scorecard.summary(rows)
+    print()
+    for name in shown:  # one line per profile, to stay within WIDTH columns
+        print(scorecard.summary_text({name: counts[name]}))
+    return 0
+
+
+# status words that fit 11 columns
+_TERSE = {claims.NOT_REPRODUCED: "not reprod.", claims.INCONCLUSIVE: "inconclus."}
+
+
+def scorecard_text(rows: Sequence[dict], shown: Sequence[str] = profiles.PROFILES) -> str:
+    """The scorecard as plain-text columns, at most ``WIDTH`` characters a line."""
+    measured = "quick" if "quick" in shown else shown[0]
+    columns = [("claim", 5), *((p, 11) for p in shown), (f"measured ({measured})", 16)]
+    columns.append(("expected", 14))
+    used = sum(width + 2 for _, width in columns)
+    columns.append(("what", max(WIDTH - used, 20)))
+    lines = [_line([name for name, _ in columns], columns)]
+    lines.append(_line(["-" * width for _, width in columns], columns))
+    for row in rows:
+        statuses = [_TERSE.get(row[p]["status"], row[p]["status"]) for p in shown]
+        expected = row[measured]["expected"] or row[shown[-1]]["expected"]
+        cells = [row["id"], *statuses, row[measured]["measured"], expected, row["title"]]
+        lines.append(_line(cells, columns))
+    return "\n".join(lines)
+
+
+def _line(cells: Sequence[str], columns: Sequence[tuple[str, int]]) -> str:
+    """One line of the table: each cell shortened to its column's width and padded."""
+    widths = [width for _, width in columns]
+    parts = [scorecard.short(str(c), w).ljust(w) for c, w in zip(cells, widths, strict=True)]
+    return "  ".join(parts).rstrip()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

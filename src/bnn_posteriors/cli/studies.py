@@ -1,0 +1,136 @@
+"""The ``bnn-posteriors`` commands that run a long study part by part: chapter 8's benchmark
+units, chapter 7's prior-scale cells and its many-chain runs per seed. Each part is written to
+``results/`` as soon as it is done and read back by a later run with the same settings.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from bnn_posteriors.claims import checking as claims
+from bnn_posteriors.site import profiles
+
+
+def run_study(parts, name: str) -> int:
+    """Run a study command's ``parts()`` (its list of finished parts, each reported as it
+    finishes): exit code 2 with the message of a ``ValueError`` (a bad profile, data set or
+    folder), else print the wall time and return 0."""
+    start = time.perf_counter()
+    try:
+        done = parts()
+    except ValueError as error:
+        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
+        return 2
+    print(f"wall time: {time.perf_counter() - start:.1f} s for {len(done)} {name}")
+    return 0
+
+
+# --------------------------------------------------------------------------- benchmark
+
+
+def run_benchmark(
+    profile: str | None = None,
+    datasets: Sequence[str] | None = None,
+    splits: Sequence[int] | None = None,
+    units: Sequence[str] | None = None,
+    out: Path | None = None,
+    skip_existing: bool = False,
+) -> int:
+    """Run the chapter-8 table unit by unit with a progress bar; write one JSON per unit."""
+    from bnn_posteriors.studies.ch08_benchmarks import run as benchmark
+
+    def units_done():
+        cfg = profiles.settings("08_benchmarks", profile)
+        folder = out or (claims.repo_root() or Path.cwd()) / "results" / "ch8_benchmark"
+        print(f"benchmark (profile {cfg.profile}, seed {cfg.seed}) -> {folder}")
+        rows = benchmark.run_table(
+            cfg,
+            datasets=datasets,
+            splits=splits,
+            units=units,
+            results_dir=folder,
+            skip_existing=skip_existing,
+        )
+        for row in rows:
+            state = "cached" if row["cached"] else "computed"
+            print(
+                f"{row['dataset']:12s} split {row['split']} {row['unit']:8s} "
+                f"{row['wall_s']:8.1f} s ({state})"
+            )
+        return rows
+
+    return run_study(units_done, "units")
+
+
+# --------------------------------------------------------------------------- prior scales
+
+
+def run_prior_scales(
+    profile: str | None = None,
+    datasets: Sequence[str] | None = None,
+    depths: Sequence[int] | None = None,
+    out: Path | None = None,
+) -> int:
+    """Run chapter 7's prior-scale cells, each written to ``out`` as it finishes."""
+    from bnn_posteriors.studies.ch07_sampling_in_practice import prior_scales as study
+
+    def report(cell):
+        s = cell["settings"]
+        state = "read" if cell["read"] else "computed"
+        print(
+            f"{s['dataset']:12s} depth {s['depth']}  {cell['wall_s']:8.1f} s ({state})", flush=True
+        )
+
+    def cells():
+        cfg = profiles.settings("07_sampling_in_practice", profile)
+        arguments = study.chapter_arguments(cfg)
+        arguments["datasets"] = datasets or arguments["datasets"]
+        arguments["depths"] = depths or arguments["depths"]
+        folder = out or study.chapter_results_dir(cfg)
+        if folder is None:
+            raise ValueError(f"profile {cfg.profile} names no results folder: pass --out")
+        print(f"prior-scale cells (profile {cfg.profile}, seed {cfg.seed}) -> {folder}", flush=True)
+        return study.prior_scale_study(
+            **arguments, cache_dir=True if cfg.cache else None, results_dir=folder,
+            profile=cfg.profile, progress=True, report=report,
+        )  # fmt: skip
+
+    return run_study(cells, "cells")
+
+
+# --------------------------------------------------------------------------- many chains
+
+
+def run_many_chains(
+    profile: str | None = None, seeds: Sequence[int] | None = None, out: Path | None = None
+) -> int:
+    """Run chapter 7's many-chain study seed by seed, each run written to ``out`` when done."""
+    import jax
+
+    from bnn_posteriors.store import committed as results
+    from bnn_posteriors.studies.ch07_sampling_in_practice import many_chains
+
+    def report(run):
+        s = run["settings"]
+        state = "read" if run["read"] else "computed"
+        print(f"seed {s['seed']}: {s['n_chains']} chains, KS gap {run['gap']:.4f} "
+              f"[{run['low']:.4f}, {run['high']:.4f}], {run['wall_s']:8.1f} s ({state})",
+              flush=True)  # fmt: skip
+
+    def runs():
+        cfg = profiles.settings("07_sampling_in_practice", profile)
+        on_accelerator = jax.default_backend() != "cpu"
+        n_chains = cfg.n_chains_many_accelerator if on_accelerator else cfg.n_chains_many
+        if out is None and cfg.many_results is None:
+            raise ValueError(f"profile {cfg.profile} names no results folder: pass --out")
+        folder = out or results.results_dir() / cfg.many_results
+        print(f"many-chain runs (profile {cfg.profile}, {n_chains} chains) -> {folder}", flush=True)
+        return many_chains.seed_study(
+            cfg, tuple(seeds or cfg.many_seeds), n_chains, results_dir=folder,
+            cache_dir=True if cfg.cache else None, profile=cfg.profile, report=report,
+        )  # fmt: skip
+
+    return run_study(runs, "seeds")

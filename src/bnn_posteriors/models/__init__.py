@@ -1,0 +1,1 @@
+"""Models: networks as plain pytrees, the NumPyro models, and their symmetries."""

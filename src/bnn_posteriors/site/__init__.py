@@ -1,0 +1,2 @@
+"""The book as a site: run profiles and chapter settings, tables, the figure style, the chapters
+as data, and a Sphinx extension."""

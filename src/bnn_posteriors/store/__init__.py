@@ -1,0 +1,2 @@
+"""Storage: the resumable unit cache, committed full-profile results, provenance and the one
+JSON conversion."""

@@ -1,0 +1,67 @@
+"""Committed result files: small JSON tables of full-profile runs, with their provenance.
+
+A chapter whose full-profile run is too long for CI writes what it measured with
+:func:`write_json` (under ``results/`` of the checkout) and shows it, in every
+profile, with :func:`read_json`. Each file carries the run's provenance
+(:func:`bnn_posteriors.store.provenance.provenance`): commit (``+dirty`` when tracked files
+differed from it), machine, date and versions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from bnn_posteriors.store import provenance as _provenance
+from bnn_posteriors.store.provenance import provenance, repo_root
+
+__all__ = ["plain", "provenance", "read_if_settings", "read_json", "results_dir", "write_json"]
+
+
+def results_dir() -> Path:
+    """``results/`` of the checkout (``ValueError`` outside a checkout)."""
+    root = repo_root()
+    if root is None:
+        raise ValueError("no book checkout found (no _toc.yml above the package or the cwd)")
+    return root / "results"
+
+
+def plain(tree):
+    """``tree`` with numpy/JAX arrays and scalars as lists and Python numbers (for JSON)."""
+    return _provenance.to_json(tree)
+
+
+def write_json(path: Path | str, payload: Mapping, *, profile: str) -> Path:
+    """Write ``payload`` with ``profile`` and :func:`provenance` to ``path`` atomically.
+
+    Arrays become lists (NaN stays NaN, as Python's json writes it). Returns the path.
+    """
+    if not isinstance(payload, Mapping):
+        raise TypeError(f"payload must be a mapping, got {type(payload).__name__}")
+    record = {**payload, "profile": profile, "provenance": provenance()}
+    return _provenance.write_json(path, record)
+
+
+def read_json(path: Path | str) -> dict:
+    """Read a file written by :func:`write_json`; a clear error if missing or not one."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no result file {path}; run the chapter in the full profile")
+    record = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(record, dict) or "provenance" not in record:
+        raise ValueError(f"{path} is not a result file with provenance")
+    return record
+
+
+def read_if_settings(path: Path | str, settings: Mapping) -> dict | None:
+    """The result file at ``path`` if it exists and holds exactly ``settings``, else None.
+
+    A study that outlasts one session writes each finished part with the settings that
+    decide it; a later run reads a part back only when nothing that decides it changed.
+    """
+    path = Path(path)
+    if not path.exists():
+        return None
+    record = read_json(path)
+    return record if record.get("settings") == settings else None

@@ -1,0 +1,392 @@
+"""Approximate and exact posteriors of the narrow network over depth and prior scale.
+
+[SAP] §2.1: mean-field VI (ABI) and NUTS (SAI) on f(x) = (∏_l w_l) x for L = 1, …, 10,
+where AM-GM makes the prior's pull on β = ∏ w_l grow with L (C1.4–C1.6). [SAP] §3, Fig. 2
+and Prop. B.5: the two-weight network (L = 2), whose posterior lies along the hyperbola
+w1·w2 ≈ β̂, sampled by warm-started NUTS and fitted by MFVI for decreasing τ², and MFVI
+under the adjusted prior N(θ0, Σ) (C3.6, C3.7). ``x`` and ``y`` are 1-D arrays of length n.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bnn_posteriors.evaluation import diagnostics, metrics
+from bnn_posteriors.inference import mcmc, optim, vi
+from bnn_posteriors.models import numpyro_models as models
+from bnn_posteriors.theory import narrow_network as theory
+
+
+def mfvi_over_depth(
+    rng_key, x, y, sigma: float, tau: float, depths: Sequence[int], *, num_starts: int
+) -> dict:
+    """Exact MFVI optima (:func:`vi.fit_mfvi_narrow`) for every depth L, summarised.
+
+    The key of depth L is ``fold_in(rng_key, L)``; all depths share one compiled program
+    (``max_depth = max(depths)``). Returns arrays over ``depths``: ``nu`` = ∏ μ_l (the
+    slope under q), ``kl_share`` = KL(q‖p) / (−ELBO), ``ratio`` = max|μ_l| / min|μ_l|
+    (1 at the AM-GM equality), and ``sigma``.
+    """
+    fits = {
+        depth: vi.fit_mfvi_narrow(
+            jax.random.fold_in(rng_key, depth),
+            x,
+            y,
+            depth=depth,
+            sigma=sigma,
+            tau=tau,
+            max_depth=max(depths),
+            num_starts=num_starts,
+        )
+        for depth in depths
+    }
+    nu = np.array([float(jnp.prod(f["mu"])) for f in fits.values()])
+    kl = np.array([float(theory.mfvi_kl(f["mu"], f["s"], tau)) for f in fits.values()])
+    share = kl / -np.array([float(f["elbo"]) for f in fits.values()])
+    ratio = np.array(
+        [float(jnp.max(jnp.abs(f["mu"])) / jnp.min(jnp.abs(f["mu"]))) for f in fits.values()]
+    )
+    return {"nu": nu, "kl_share": share, "ratio": ratio, "sigma": sigma}
+
+
+def collapse_depth(depths: Sequence[int], nu, threshold: float = 1e-3):
+    """The first depth at which the MFVI slope |ν| falls below ``threshold``, else None."""
+    return next((depth for depth, v in zip(depths, nu, strict=True) if abs(v) < threshold), None)
+
+
+def svi_over_depth(
+    rng_key,
+    x,
+    y,
+    sigma: float,
+    tau: float,
+    depths: Sequence[int],
+    *,
+    num_steps: int,
+    num_particles: int,
+) -> dict:
+    """Stochastic MFVI (NumPyro SVI, AutoNormal) of the narrow network for every depth L.
+
+    Key ``fold_in(rng_key, L)``, learning rate 0.02. Returns ``{L: {"nu", "elbo",
+    "ratio"}}``: ν = ∏ μ_l, the exact ELBO (:func:`theory.mfvi_elbo`) of the fitted q and
+    max|μ_l| / min|μ_l|, floats.
+    """
+    rows = {}
+    for depth in depths:
+        fit = vi.fit_mfvi(
+            jax.random.fold_in(rng_key, depth),
+            models.narrow_network,
+            dict(x=x, y=y, depth=depth, sigma=sigma, tau=tau),
+            num_steps=num_steps,
+            learning_rate=0.02,
+            num_particles=num_particles,
+        )
+        mu, s = fit["loc"]["w"], fit["scale"]["w"]
+        rows[depth] = {
+            "nu": float(jnp.prod(mu)),
+            "elbo": float(theory.mfvi_elbo(mu, s, x, y, sigma, tau)),
+            "ratio": float(jnp.max(jnp.abs(mu)) / jnp.min(jnp.abs(mu))),
+        }
+    return rows
+
+
+def nuts_over_depth(rng_key, x, y, sigma: float, tau: float, depths: Sequence[int], **nuts_kwargs):
+    """NUTS on the exact posterior eq. (24) for every depth L, against the quadrature.
+
+    All depths share one compiled sampler: the model has ``max(depths)`` weights and only
+    the first L enter the product (``max_depth`` of :func:`models.narrow_network`). Key
+    ``fold_in(rng_key, L)``; ``nuts_kwargs``: ``num_chains``, ``num_warmup``,
+    ``num_samples``, ``target_acceptance_rate`` of :func:`mcmc.nuts`. Returns ``{L: dict}``
+    with ``abs_beta`` (chains, draws), ``w`` (chains, draws, L), the NUTS ``mean`` of |β|
+    and its ``mcse``, ``rhat`` (the largest of |β| and |w_l|, sign-flip invariant),
+    ``divergences``, the ``exact`` E|β| (:func:`theory.posterior_beta_quadrature`) and
+    ``ks``, the KS distance of the pooled |w_l| to the prior half-normal.
+    """
+    runs = {}
+    for depth in depths:
+        samples, stats = mcmc.nuts(
+            jax.random.fold_in(rng_key, depth),
+            models.narrow_network,
+            dict(x=x, y=y, depth=jnp.asarray(depth), sigma=sigma, tau=tau, max_depth=max(depths)),
+            **nuts_kwargs,
+        )
+        w = np.asarray(samples["w"])[..., :depth]  # the network's weights; the rest are inert
+        runs[depth] = {
+            "abs_beta": np.abs(np.asarray(samples["beta"])),
+            "w": w,
+            "mean": float(np.mean(np.abs(samples["beta"]))),
+            "mcse": float(diagnostics.mcse(np.abs(samples["beta"]))),
+            "rhat": float(max(diagnostics.rhat(np.abs(a)).max() for a in (samples["beta"], w))),
+            "divergences": int(stats["diverging"].sum()),
+            "exact": theory.posterior_beta_quadrature(depth, x, y, sigma, tau)["mean_abs_beta"],
+            "ks": metrics.ks_to_normal(w, tau, absolute=True),
+        }
+    return runs
+
+
+def posterior_modes(rng_key, x, y, sigma: float, tau: float, num_chains: int):
+    """One mode of the two-weight posterior eq. (24) per chain, in both branches (Fig. 2).
+
+    Starts (w1, w2) ~ N(0, I), Adam (500 steps) then 30 Newton steps. Returns (chains, 2).
+    """
+    inits = jax.random.normal(rng_key, (num_chains, 2))
+    w, _, _ = optim.multistart_minimise(
+        theory.neg_log_posterior,
+        inits,
+        x,
+        y,
+        sigma,
+        tau,
+        num_steps=500,
+        learning_rate=0.02,
+        newton_steps=30,
+    )
+    return w
+
+
+def hyperbola_fits(
+    key_start,
+    key_nuts,
+    key_svi,
+    x,
+    y,
+    sigma: float,
+    tau2s: Sequence[float],
+    *,
+    num_chains: int,
+    num_warmup: int,
+    num_samples: int,
+    target_acceptance_rate: float,
+    svi_steps: int,
+) -> dict:
+    """NUTS and MFVI on the two-weight network for every prior variance τ² ([SAP] Fig. 2).
+
+    For the i-th τ²: NUTS warm-started at :func:`posterior_modes` (key
+    ``fold_in(key_start, i)``, sampler key ``fold_in(key_nuts, i)``), SVI from μ = 0 (key
+    ``fold_in(key_svi, i)``) and the exact MFVI optimum (``fold_in(key_svi, 100 + i)``).
+    Returns ``{τ²: dict}`` with the draws ``w`` (chains, draws, 2), ``starts``,
+    ``sign_constant`` / ``sign_changes`` (chains whose w1 keeps / changes its sign),
+    ``nuts_mass`` = P(|β| > 0.05), ``nuts_abs_beta``, ``exact_abs_beta``, ``svi_mu``,
+    ``svi_s``, ``svi_nu``, ``exact_nu``, ``draws`` (β and |w1|, sign-flip invariant) and
+    ``divergences``.
+    """
+    fits = {}
+    for i, tau2 in enumerate(tau2s):
+        tau = float(np.sqrt(tau2))
+        starts = posterior_modes(jax.random.fold_in(key_start, i), x, y, sigma, tau, num_chains)
+        samples, stats = mcmc.nuts(
+            jax.random.fold_in(key_nuts, i),
+            models.narrow_network,
+            dict(x=x, y=y, depth=2, sigma=sigma, tau=jnp.asarray(tau)),
+            num_chains=num_chains,
+            num_warmup=num_warmup,
+            num_samples=num_samples,
+            init_positions={"w": starts},
+            target_acceptance_rate=target_acceptance_rate,
+        )
+        svi = vi.fit_mfvi(
+            jax.random.fold_in(key_svi, i),
+            models.narrow_network,
+            dict(x=x, y=y, depth=2, sigma=sigma, tau=tau),
+            num_steps=svi_steps,
+            learning_rate=0.01,
+            num_particles=1,
+        )
+        exact = vi.fit_mfvi_narrow(
+            jax.random.fold_in(key_svi, 100 + i), x, y, depth=2, sigma=sigma, tau=tau, max_depth=2
+        )
+        w = np.asarray(samples["w"])
+        w1_sign = np.abs(np.sign(w[..., 0]).mean(axis=1))
+        fits[tau2] = {
+            "w": w,
+            "starts": np.asarray(starts),
+            "sign_constant": bool(np.all(w1_sign == 1)),
+            "sign_changes": int(np.sum(w1_sign < 1)),
+            "nuts_mass": float(np.mean(np.abs(w.prod(-1)) > 0.05)),
+            "nuts_abs_beta": float(np.mean(np.abs(w.prod(-1)))),
+            "exact_abs_beta": theory.posterior_beta_quadrature(2, x, y, sigma, tau)[
+                "mean_abs_beta"
+            ],
+            "svi_mu": np.asarray(svi["loc"]["w"]),
+            "svi_s": np.asarray(svi["scale"]["w"]),
+            "svi_nu": float(np.prod(svi["loc"]["w"])),
+            "exact_nu": float(jnp.prod(exact["mu"])),
+            "draws": {"beta": w.prod(-1), "abs_w1": np.abs(w[..., 0])},
+            "divergences": int(stats["diverging"].sum()),
+        }
+    return fits
+
+
+def mfvi_abs_nu(rng_key, x, y, sigma: float, tau, *, num_steps: int, prior_loc=None) -> float:
+    """|μ1 μ2| of SVI (AutoNormal from μ = 0, one particle) for the two-weight network.
+
+    ``tau`` and ``prior_loc`` as in :func:`models.narrow_network` (a scalar or one value
+    per weight; ``prior_loc`` None for the zero-mean prior).
+    """
+    fit = vi.fit_mfvi(
+        rng_key,
+        models.narrow_network,
+        dict(x=x, y=y, depth=2, sigma=sigma, tau=tau, prior_loc=prior_loc),
+        num_steps=num_steps,
+        learning_rate=0.01,
+        num_particles=1,
+    )
+    return abs(float(np.prod(fit["loc"]["w"])))
+
+
+def adjusted_prior_scan(
+    rng_key,
+    x,
+    y,
+    sigma: float,
+    tau2s: Sequence[float],
+    *,
+    num_seeds: int,
+    sigma0: float,
+    eps: float,
+    svi_steps: int,
+) -> dict:
+    """Plain against adjusted-prior MFVI on the two-weight network ([SAP] Prop. B.5).
+
+    At the j-th τ² and seed i (key ``fold_in(fold_in(rng_key, j), i)``, split into the
+    prior mean, the prior variances and the SVI key shared by both fits) the adjusted
+    prior is N(θ0, Σ) with θ0 ~ N(0, (σ0 τ)² I) and Σ_ii = τ² / u_i, u_i ~ U(1 − ε, 1 + ε).
+    Returns ``{τ²: {"plain", "adjusted", "theta0" (num_seeds,), "loc", "scale"
+    (num_seeds, 2), "nu_star"}}``: |μ1 μ2| of both fits, |θ01 θ02|, the adjusted prior's
+    means θ0 and standard deviations √Σ_ii, and the plain optimum |ν*|
+    (:func:`theory.mfvi_two_layer_optimum`).
+    """
+    scan = {}
+    for j, tau2 in enumerate(tau2s):
+        tau = float(np.sqrt(tau2))
+        runs = {"plain": [], "adjusted": [], "theta0": [], "loc": [], "scale": []}
+        for i in range(num_seeds):
+            key = jax.random.fold_in(jax.random.fold_in(rng_key, j), i)
+            k_loc, k_u, k_fit = jax.random.split(key, 3)
+            loc = sigma0 * tau * jax.random.normal(k_loc, (2,))
+            u = jax.random.uniform(k_u, (2,), minval=1 - eps, maxval=1 + eps)
+            runs["plain"].append(mfvi_abs_nu(k_fit, x, y, sigma, tau, num_steps=svi_steps))
+            runs["adjusted"].append(
+                mfvi_abs_nu(
+                    k_fit,
+                    x,
+                    y,
+                    sigma,
+                    tuple(np.asarray(tau / jnp.sqrt(u))),
+                    num_steps=svi_steps,
+                    prior_loc=tuple(np.asarray(loc)),
+                )
+            )
+            runs["theta0"].append(abs(float(loc[0] * loc[1])))
+            runs["loc"].append(np.asarray(loc))
+            runs["scale"].append(np.asarray(tau / jnp.sqrt(u)))
+        nu_star = abs(theory.mfvi_two_layer_optimum(x, y, sigma, tau)["nu"])
+        scan[tau2] = {k: np.array(v) for k, v in runs.items()} | {"nu_star": nu_star}
+    return scan
+
+
+def adjusted_elbo(mu, s, x, y, sigma: float, loc, scale):
+    """ELBO of q = ∏ N(μ_l, s_l²) for the two-weight network under the prior N(loc, diag(scale²)).
+
+    E_q[log p(y | x, w)] (:func:`theory.mfvi_expected_log_likelihood`) minus
+    Σ_l KL(N(μ_l, s_l²) ‖ N(loc_l, scale_l²)); with ``loc`` = 0 and ``scale`` = τ it is
+    :func:`theory.mfvi_elbo`. ``mu``, ``s``, ``loc``, ``scale``: (2,) → a scalar.
+    """
+    mu, loc = jnp.asarray(mu), jnp.asarray(loc)
+    kl = jnp.sum(theory.gaussian_kl(mu - loc, jnp.asarray(s), jnp.asarray(scale)))
+    return theory.mfvi_expected_log_likelihood(mu, s, x, y, sigma) - kl
+
+
+def gradient_at_zero(x, y, sigma: float, loc, scale, s) -> np.ndarray:
+    """|∇_μ ELBO| at μ = 0 under the prior N(loc, diag(scale²)), per prior ([SAP] Prop. B.5).
+
+    The plain prior (loc = 0) is invariant under the sign flip w → −w, which makes μ = 0 a
+    stationary point of the ELBO whatever s: the gradient is exactly 0. The adjusted prior
+    breaks that symmetry: the gradient is |loc / scale²| (from the KL; the likelihood's
+    expectation is flat in μ at μ = 0). ``loc``, ``scale``: (priors, 2); ``s``: q's standard
+    deviation (a scalar or (2,)). Returns (priors,) Euclidean norms, by automatic
+    differentiation of :func:`adjusted_elbo`.
+    """
+    loc, scale = np.atleast_2d(loc), np.atleast_2d(scale)
+    if loc.shape != scale.shape or loc.shape[-1] != 2:
+        raise ValueError(f"loc and scale must both be (priors, 2), got {loc.shape}, {scale.shape}")
+    s = jnp.broadcast_to(jnp.asarray(s, dtype=float), (2,))
+    grad = jax.grad(adjusted_elbo)
+    zero = jnp.zeros(2)
+    norms = [
+        jnp.linalg.norm(grad(zero, s, x, y, sigma, m, c)) for m, c in zip(loc, scale, strict=True)
+    ]
+    return np.array([float(n) for n in norms])
+
+
+def hyperbola_parts(fits: dict, beta_hat: float, tau2s_figure: Sequence[float]) -> dict:
+    """The four parts of C3.6 from :func:`hyperbola_fits`, each as text → (measured, bound).
+
+    The claim holds if every measured value is below its bound: MFVI's |μ1 μ2| at the
+    smallest τ² (< 0.05); NUTS's P(|β| ≤ 0.05) there (< 0.5); MFVI's shrinkage 1 − |μ1 μ2| /
+    β̂ at the largest τ² (< 0.5); the chains whose w1 changes sign at the τ² of Fig. 2 (< 1).
+    """
+    smallest, largest = min(fits), max(fits)
+    return {
+        "MFVI |mu1 mu2| at the smallest tau2": (abs(fits[smallest]["svi_nu"]), 0.05),
+        "NUTS P(|beta| <= 0.05) at the smallest tau2": (1.0 - fits[smallest]["nuts_mass"], 0.5),
+        "MFVI shrinkage 1 - |mu1 mu2| / beta_hat at tau2 = 1": (
+            1.0 - abs(fits[largest]["svi_nu"]) / beta_hat, 0.5,
+        ),
+        "chains whose w1 changes sign at the tau2 of Fig. 2": (
+            sum(fits[t]["sign_changes"] for t in tau2s_figure), 1.0,
+        ),
+    }  # fmt: skip
+
+
+def trap_summary(scan: dict, tau2_critical: float, x, y, sigma: float, *, jitter_ratio: float,
+                 eps: float) -> dict:  # fmt: skip
+    """Where plain MFVI is trapped at (0, 0) above τ²_c ([SAP] Prop. B.5, C3.7).
+
+    ``scan``: :func:`adjusted_prior_scan`. Over its τ² > ``tau2_critical``: ``above`` (those
+    entries), ``progress`` (median plain |μ1 μ2| / ν* per τ²) and ``n_short`` (runs below
+    ν*/2, plain and adjusted); ``jitter``: |ν*| at τ² = ``jitter_ratio`` τ²_c divided by
+    1 + ε, 1 and 1 − ε (the adjusted prior's variances move τ² so).
+    """
+    above = {tau2: r for tau2, r in scan.items() if tau2 > tau2_critical}
+    tau2_r = jitter_ratio * tau2_critical
+    return {
+        "above": above,
+        "progress": {t: float(np.median(r["plain"]) / r["nu_star"]) for t, r in above.items()},
+        "n_short": {
+            name: int(sum(np.sum(r[name] < r["nu_star"] / 2) for r in above.values()))
+            for name in ("plain", "adjusted")
+        },
+        "jitter": [
+            abs(theory.mfvi_two_layer_optimum(x, y, sigma, np.sqrt(tau2_r / (1 + e)))["nu"])
+            for e in (eps, 0.0, -eps)
+        ],
+    }
+
+
+def convergence_gain(trap: dict, trap_level: float = 0.5) -> dict:
+    """Does the adjusted prior converge better where plain MFVI is trapped? (C3.7, Prop. B.5)
+
+    ``trap``: :func:`trap_summary`. A τ² above τ²_c is *trapped* when the median plain run
+    ends below ``trap_level`` of the plain optimum ν*; the adjusted prior gets out of the trap
+    where its median run reaches ``trap_level`` of ν* or more. Returns ``trapped`` (those
+    τ²), ``at`` (the trapped τ², else the one τ² where the plain runs get least far, so that
+    the comparison is recorded even without a trap) and, per τ² of ``at``, ``adjusted`` and
+    ``plain`` (median |μ1 μ2| / ν*) and ``gain`` (their difference).
+    """
+    if not trap["above"]:
+        raise ValueError("no τ² of the scan lies above τ²_c: nothing to compare")
+    if not 0.0 < trap_level <= 1.0:
+        raise ValueError(f"trap_level must lie in (0, 1], got {trap_level!r}")
+    progress = trap["progress"]
+    trapped = [t for t, p in progress.items() if p < trap_level]
+    at = trapped or [min(progress, key=progress.get)]
+    above = trap["above"]
+    adjusted = np.array([float(np.median(above[t]["adjusted"]) / above[t]["nu_star"]) for t in at])
+    plain = np.array([progress[t] for t in at])
+    return {"trapped": trapped, "at": at, "adjusted": adjusted, "plain": plain,
+            "gain": adjusted - plain}  # fmt: skip

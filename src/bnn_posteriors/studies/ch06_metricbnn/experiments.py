@@ -1,0 +1,447 @@
+"""The experiments of [MBNN] §5 as units: Snelson's in-between gap (Figs. 2–3, the latent
+posterior of §4.2 against the Gaussian of the solutions), the UCI classification table
+(Table 1: LA, linearised LA and MetricBNN against one MAP per split), Banana's predictive
+entropy (Fig. 4), MNIST (Table 2, with a last-layer LA) and, from the FLOP counts of
+Fig. 5's depth sweep, the network size at which MetricBNN's count would fall below the LA's.
+
+A unit trains its MAP, runs MetricBNN's Alg. 1 through a ``walk_fn`` (a
+:func:`bnn_posteriors.inference.metricbnn.walk_and_embed` with the chapter's settings bound)
+and returns numbers; the chapter decides the claims on them.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+
+from bnn_posteriors.data import loaders as data
+from bnn_posteriors.evaluation import cost, metrics
+from bnn_posteriors.evaluation.predictive import class_probs, entropy
+from bnn_posteriors.inference import laplace, map_estimate, metricbnn
+from bnn_posteriors.models import cnn, nets
+from bnn_posteriors.store import cache
+
+_relu_net = partial(nets.mlp_apply, activation_name="relu")
+
+
+# ----------------------------------------------------------------------------- Snelson's gap
+
+
+@dataclass(frozen=True, eq=False)
+class GapRegression:
+    """Regression data with a held-out in-between gap ([MBNN] Figs. 2–3) and the network.
+
+    x (n, d), y (n, 1): training data; x_gap (m, d), y_gap (m,): the gap; noise_scale: the fixed
+    noise sd of the Gaussian likelihood; ``apply_fn(unravel(θ), x)`` → f(x; θ) (n, 1).
+    """
+
+    x: jax.Array
+    y: jax.Array
+    x_gap: jax.Array
+    y_gap: np.ndarray
+    noise_scale: float
+    unravel: Callable
+    apply_fn: Callable
+
+
+def _output_sd(thetas, problem: GapRegression, x) -> np.ndarray:
+    """Epistemic sd over samples of f(x; θ_s), per input: (n,)."""
+    f = metricbnn.push_forward(thetas, problem.unravel, problem.apply_fn, x)
+    return np.asarray(f)[..., 0].std(0)
+
+
+def gap_ratio(thetas, problem: GapRegression) -> float:
+    """Mean epistemic sd of f on the gap points / on the training points (C6.2).
+
+    thetas: flat parameter samples (S, P) of an approximate posterior; above 1 when its
+    predictive widens in the gap.
+    """
+    return float(_output_sd(thetas, problem, problem.x_gap).mean() /
+                 _output_sd(thetas, problem, problem.x).mean())  # fmt: skip
+
+
+def gap_nll(thetas, problem: GapRegression) -> float:
+    """Negative LPPD (nats per point) of the gap points under the samples (S, P) (C6.3)."""
+    f = np.asarray(metricbnn.push_forward(thetas, problem.unravel, problem.apply_fn,
+                                          problem.x_gap))[..., 0]  # fmt: skip
+    return float(-metrics.lppd(jnp.asarray(problem.y_gap), f, problem.noise_scale))
+
+
+def latent_posterior_metrics(
+    rng_key, theta_map, trajectories, latent, problem: GapRegression, *, num_samples: int
+) -> dict:
+    """C6.3 and C6.4 on one MAP θ* (P,) with its trajectories (N, T, P) and latent model.
+
+    The gap NLL of the Gaussian of the solutions minus that of the latent posterior
+    ([MBNN] Fig. 3), the decoded samples' mean and max training-MSE ratio to the MAP's
+    minus 1 (§4.2), the same for the solutions projected on the encoder's principal
+    directions (what φ can represent), and the mean straightness of the latent
+    trajectories θ* → θ_{i,T} (end-to-end distance / path length). ``rng_key`` is split
+    into the Gaussian's key and the latent posterior's.
+    """
+    train_mse = metricbnn.refinement_loss(problem.unravel, problem.apply_fn, problem.x,
+                                          problem.y, likelihood="gaussian",
+                                          regularised=False)  # fmt: skip
+    k_gauss, k_latent = jax.random.split(rng_key)
+    g_mean, g_factor = metricbnn.gaussian_of_samples(trajectories.reshape(-1, theta_map.size))
+    decoded = metricbnn.latent_sample(latent, k_latent, num_samples)
+    gauss = metricbnn.gaussian_sample(g_mean, g_factor, k_gauss, num_samples)
+    mse = np.asarray(jax.lax.map(train_mse, decoded, batch_size=100)) / float(train_mse(theta_map))
+    sols = trajectories.reshape(-1, theta_map.size)[::10]
+    projected = theta_map + ((sols - theta_map) @ latent["basis"]) @ latent["basis"].T
+    mse_proj = np.asarray(jax.lax.map(train_mse, projected, batch_size=100))
+    start = jnp.broadcast_to(theta_map, (trajectories.shape[0], 1, theta_map.size))
+    z_walk = metricbnn.to_latent(latent, jnp.concatenate([start, trajectories], axis=1))
+    return {"gap NLL: Gaussian - latent": gap_nll(gauss, problem) - gap_nll(decoded, problem),
+            "mean loss ratio - 1": float(mse.mean() - 1),
+            "max loss ratio - 1": float(mse.max() - 1),
+            "projected solutions: mean loss ratio - 1":
+                float(mse_proj.mean() / float(train_mse(theta_map)) - 1),
+            "straightness": float(np.mean(metricbnn.straightness(z_walk)))}  # fmt: skip
+
+
+def snelson_repeat(
+    rng_key,
+    problem: GapRegression,
+    *,
+    walk_fn,
+    widths: Sequence[int],
+    prior_precision: float,
+    map_steps: int,
+    map_learning_rate: float,
+    refine_learning_rate: float,
+    num_samples: int,
+) -> dict:
+    """The Snelson pipeline from a fresh initialisation: MAP, walk, autoencoder, metrics.
+
+    ``rng_key`` is split in four: the MAP's initialisation (:func:`nets.mlp_init`, "fan_in"),
+    the power iteration of the step size (:func:`metricbnn.stable_learning_rate`), Alg. 1
+    (``walk_fn(key, loss, θ*, learning_rate=η)``, with ``loss`` the refinement loss of eq. 1
+    on ``problem`` with ``prior_precision``) and :func:`latent_posterior_metrics`, whose dict
+    it returns.
+    """
+    k_init, k_curv, k_walk, k_metrics = jax.random.split(rng_key, 4)
+    p, _ = map_estimate.train_map(
+        nets.mlp_init(k_init, widths, scheme="fan_in"), problem.x, problem.y, likelihood="gaussian",
+        noise_scale=problem.noise_scale, prior_precision=prior_precision, num_steps=map_steps,
+        learning_rate=map_learning_rate,
+    )  # fmt: skip
+    th = ravel_pytree(p)[0]
+    loss = metricbnn.refinement_loss(problem.unravel, problem.apply_fn, problem.x, problem.y,
+                                     likelihood="gaussian", noise_scale=problem.noise_scale,
+                                     prior_precision=prior_precision)  # fmt: skip
+    lr = metricbnn.stable_learning_rate(loss, th, k_curv, refine_learning_rate)
+    walk, ae, _ = walk_fn(k_walk, loss, th, learning_rate=lr)
+    return latent_posterior_metrics(k_metrics, th, walk, ae, problem, num_samples=num_samples)
+
+
+SNELSON_VERSION = "snelson-repeat-1"  # bump when a repeat's result can change (cache rule)
+
+
+def snelson_repeats(rng_key, problem: GapRegression, repeats: Sequence[int], *, cache_dir=None,
+                    **repeat_kw) -> list[dict]:  # fmt: skip
+    """:func:`snelson_repeat` for each r in ``repeats`` with the key ``fold_in(rng_key, r)``.
+
+    ``repeat_kw``: its settings (``walk_fn`` a partial of
+    :func:`~bnn_posteriors.inference.metricbnn.walk_and_embed`, ``widths``, ...).
+    ``cache_dir`` (a folder, or True for the default of :mod:`bnn_posteriors.store.cache`): each
+    repeat is a resumable unit, keyed on its key, the problem's data, its network and the
+    settings, so an interrupted run keeps its finished repeats; a progress bar on stderr
+    counts them (only then). Returns the metric dicts in the order of ``repeats``.
+    """
+    from tqdm.auto import tqdm
+
+    directory = None if cache_dir is True else cache_dir
+    problem_parts = dict(x=np.asarray(problem.x), y=np.asarray(problem.y),
+                         x_gap=np.asarray(problem.x_gap), y_gap=np.asarray(problem.y_gap),
+                         noise_scale=float(problem.noise_scale),
+                         apply_fn=cache.function_name(problem.apply_fn))  # fmt: skip
+    settings = {k: cache.function_name(v) if callable(v) else v for k, v in repeat_kw.items()}
+    out = []
+    bar = tqdm(list(repeats), desc="Snelson MAPs", unit="MAP", file=sys.stderr,
+               disable=cache_dir is None)  # fmt: skip
+    for r in bar:
+        key = jax.random.fold_in(rng_key, r)
+
+        def compute(key=key):
+            return snelson_repeat(key, problem, **repeat_kw)
+
+        if cache_dir is None:
+            out.append(compute())
+            continue
+        parts = dict(key=cache.key_data(key), problem=problem_parts, settings=settings)
+        unit = cache.cached("mbnn-snelson-repeat", parts, compute, directory,
+                            version=SNELSON_VERSION)  # fmt: skip
+        out.append({k: float(v) for k, v in unit.items()})
+    return out
+
+
+# ----------------------------------------------------------------------------- UCI, Table 1
+
+
+def uci_run(
+    name: str,
+    seed: int,
+    rng_key,
+    *,
+    hidden: Sequence[int],
+    prior_precision: float,
+    map_steps: int,
+    map_learning_rate: float,
+    num_samples: int,
+    walk_fn,
+) -> dict:
+    """One split of a UCI classification set ([MBNN] Table 1): method → (test NLL, seconds).
+
+    A ReLU MLP (``hidden`` widths) is trained to its MAP; then the sampled LA and the
+    linearised LA (full GGN, prior precision by the evidence) and MetricBNN (``walk_fn``,
+    then ``num_samples`` latent-posterior samples) predict the test set. Seconds are wall
+    time after the MAP; "MAP" is the MAP's own NLL (time 0). ``rng_key`` is split in four:
+    initialisation, LA samples, Alg. 1, latent samples.
+    """
+    xtr, ytr, _, _, xte, yte = data.load_uci_classification(name, seed)
+    xtr, xte = jnp.asarray(xtr, jnp.float32), jnp.asarray(xte, jnp.float32)
+    ytr = jnp.asarray(ytr)
+    widths = (xtr.shape[1], *hidden, int(ytr.max()) + 1)
+    k_init, k_la, k_mb, k_s = jax.random.split(rng_key, 4)
+    p_map, _ = map_estimate.train_map(nets.mlp_init(k_init, widths, scheme="fan_in"), xtr, ytr,
+                                 likelihood="categorical", prior_precision=prior_precision,
+                                 num_steps=map_steps, learning_rate=map_learning_rate)  # fmt: skip
+    t_map, unr = ravel_pytree(p_map)
+    out = {}
+    t0 = time.perf_counter()
+    post_u = laplace.optimise_prior_precision(
+        laplace.laplace(p_map, xtr, ytr, likelihood="categorical")
+    )
+    t_fit = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    probs_la = class_probs(post_u.sample(k_la, num_samples), unr, _relu_net, xte)
+    out["LA"] = (metrics.categorical_nll(probs_la, yte), t_fit + time.perf_counter() - t1)
+    t1 = time.perf_counter()
+    nll_lin = metrics.categorical_nll(np.asarray(laplace.linearised_predictive(post_u, xte)), yte)
+    out["Lin LA"] = (nll_lin, t_fit + time.perf_counter() - t1)
+    t0 = time.perf_counter()
+    loss_u = metricbnn.refinement_loss(unr, _relu_net, xtr, ytr, likelihood="categorical",
+                                       prior_precision=prior_precision)  # fmt: skip
+    _, lat, _ = walk_fn(k_mb, loss_u, t_map)
+    th = metricbnn.latent_sample(lat, k_s, num_samples)
+    nll_mb = metrics.categorical_nll(class_probs(th, unr, _relu_net, xte), yte)
+    out["MetricBNN"] = (nll_mb, time.perf_counter() - t0)
+    out["MAP"] = (metrics.categorical_nll(np.asarray(jax.nn.softmax(_relu_net(p_map, xte))), yte),
+                  0.0)  # fmt: skip
+    return out
+
+
+def uci_table(runs: dict, paper_nll: dict, methods=("LA", "Lin LA", "MetricBNN")) -> list:
+    """Rows (data set, method, mean NLL, sd NLL, mean seconds, paper NLL) over the splits.
+
+    runs: data set → list of :func:`uci_run` results; paper_nll: data set → the paper's NLL
+    per method in ``methods`` order (NaN for "MAP", which the paper does not report).
+    """
+    rows = []
+    for name, splits in runs.items():
+        for m in (*methods, "MAP"):
+            nll = np.array([r[m][0] for r in splits])
+            sec = np.array([r[m][1] for r in splits])
+            paper = paper_nll[name][methods.index(m)] if m in methods else float("nan")
+            rows.append((name, m, nll.mean(), nll.std(), sec.mean(), paper))
+    return rows
+
+
+def wins_over(table, rival: str, names: Sequence[str] = data.UCI_CLASSIFICATION) -> dict:
+    """Data set → MetricBNN's mean NLL ≤ ``rival``'s; table rows (data set, method, NLL, ...)."""
+    nll = {(r[0], r[1]): r[2] for r in table}
+    return {n: bool(nll[(n, "MetricBNN")] <= nll[(n, rival)]) for n in names}
+
+
+# ----------------------------------------------------------------------------- Banana, MNIST
+
+
+def banana_entropies(
+    rng_keys,
+    x,
+    y,
+    inputs: dict,
+    *,
+    widths: Sequence[int],
+    prior_precision: float,
+    map_steps: int,
+    map_learning_rate: float,
+    num_samples: int,
+    walk_fn,
+) -> dict:
+    """Predictive entropy of the sampled LA, the linearised LA and MetricBNN ([MBNN] Fig. 4).
+
+    A tanh MLP (``widths``) is trained to its MAP on the classes y (n,) of x (n, d); the LA
+    (full GGN, prior precision by the evidence) and MetricBNN (``walk_fn``, then latent
+    samples) predict each array of ``inputs`` (name → (m, d)). ``rng_keys``: four keys, for
+    the initialisation, Alg. 1, the LA's samples and the latent samples. Returns
+    name → method → entropies (m,).
+    """
+    k_init, k_walk, k_la, k_mb = rng_keys
+    tanh_net = partial(nets.mlp_apply, activation_name="tanh")
+    p_map, _ = map_estimate.train_map(
+        nets.mlp_init(k_init, widths, scheme="fan_in"), x, y, likelihood="categorical",
+        activation="tanh", prior_precision=prior_precision, num_steps=map_steps,
+        learning_rate=map_learning_rate,
+    )  # fmt: skip
+    t_map, unravel = ravel_pytree(p_map)
+    post = laplace.optimise_prior_precision(
+        laplace.laplace(p_map, x, y, likelihood="categorical", activation="tanh")
+    )
+    loss = metricbnn.refinement_loss(unravel, tanh_net, x, y, likelihood="categorical",
+                                     prior_precision=prior_precision)  # fmt: skip
+    _, latent, _ = walk_fn(k_walk, loss, t_map)
+    th_la = post.sample(k_la, num_samples)
+    th_mb = metricbnn.latent_sample(latent, k_mb, num_samples)
+    return {
+        where: {
+            "LA": entropy(class_probs(th_la, unravel, tanh_net, xs)),
+            "Lin LA": entropy(laplace.linearised_predictive(post, xs)),
+            "MetricBNN": entropy(class_probs(th_mb, unravel, tanh_net, xs)),
+        }
+        for where, xs in inputs.items()
+    }
+
+
+def mnist_run(
+    rng_keys,
+    x,
+    y,
+    x_test,
+    y_test,
+    *,
+    prior_precision: float,
+    map_steps: int,
+    map_learning_rate: float,
+    num_samples: int,
+    refine_n: int,
+    walk_fn,
+):
+    """[MBNN] Table 2 on an MNIST subset: test NLL of the CNN's MAP, its last-layer LA
+    (sampled and linearised) and MetricBNN on the whole network.
+
+    x (n, 784), y (n,): flattened training images and labels; MetricBNN refines on the first
+    ``refine_n`` of them with the prior precision scaled by refine_n/n (eq. 1 on a
+    minibatch). ``rng_keys``: four keys, for the CNN's initialisation, the LA's samples,
+    Alg. 1 and the latent samples. Returns ``(nll, seconds, num_params)``: method → NLL,
+    wall time after the MAP of the LA and of MetricBNN, and the CNN's size P.
+    """
+    k_init, k_la, k_walk, k_mb = rng_keys
+    p_map, _ = map_estimate.train_map(
+        cnn.cnn_init(k_init), x, y, likelihood="categorical", apply_fn=cnn.cnn_apply,
+        prior_precision=prior_precision, num_steps=map_steps, learning_rate=map_learning_rate,
+    )  # fmt: skip
+    t_map, unravel = ravel_pytree(p_map)
+    nll = {}
+    t0 = time.perf_counter()
+    post = laplace.optimise_prior_precision(laplace.laplace(
+        p_map, x, y, likelihood="categorical", subset="last_layer", apply_fn=cnn.cnn_apply,
+        features_fn=cnn.cnn_features))  # fmt: skip
+    th_last = post.sample(k_la, num_samples)
+    logits = jax.vmap(lambda t: post.model_fn(t, x_test))(th_last)
+    nll["LA (last layer)"] = metrics.categorical_nll(
+        np.asarray(jax.nn.softmax(logits, -1).mean(0)), y_test)  # fmt: skip
+    nll["Lin LA (last layer)"] = metrics.categorical_nll(
+        np.asarray(laplace.linearised_predictive(post, x_test)), y_test)  # fmt: skip
+    t_la = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    scaled_precision = prior_precision * refine_n / x.shape[0]
+    loss = metricbnn.refinement_loss(unravel, cnn.cnn_apply, x[:refine_n], y[:refine_n],
+                                     likelihood="categorical",
+                                     prior_precision=scaled_precision)  # fmt: skip
+    _, latent, _ = walk_fn(k_walk, loss, t_map)
+    th_mb = metricbnn.latent_sample(latent, k_mb, num_samples)
+    nll["MetricBNN"] = metrics.categorical_nll(
+        class_probs(th_mb, unravel, cnn.cnn_apply, x_test), y_test)  # fmt: skip
+    t_mb = time.perf_counter() - t0
+    nll["MAP"] = metrics.categorical_nll(
+        np.asarray(jax.nn.softmax(cnn.cnn_apply(p_map, x_test))), y_test)  # fmt: skip
+    return nll, {"LA (last layer)": t_la, "MetricBNN": t_mb}, int(t_map.size)
+
+
+# ----------------------------------------------------------------------------- cost, Fig. 5
+
+# The form of each term of cost.laplace_flops / cost.metricbnn_flops as a function of the
+# network's size P at a fixed width (the depth grows): the degree of the polynomial fitted to
+# its measured counts, or None for a term given in closed form.
+_LA_DEGREES = {"ggn": 2, "eigh": None, "predictive": 3}  # n·P² of ΣJᵀΛJ; 9P³; 2P³ of Σ
+_MB_DEGREES = {"walk": 1, "svd": 1, "autoencoder": 0, "predictive": 1}
+
+
+def _term_models(sizes, counts, degrees, closed_form):
+    """Per term: a function of P and the largest relative misfit at the measured sizes."""
+    sizes = np.asarray(sizes, dtype=float)
+    models, misfit = {}, 0.0
+    for name, degree in degrees.items():
+        measured = np.array([c[name] for c in counts], dtype=float)
+        exact = closed_form.get(name, lambda p: 0.0 * p)
+        if degree is None:
+            models[name] = exact
+            continue
+        coefs = np.polyfit(sizes, measured - exact(sizes), degree)
+        models[name] = lambda p, c=coefs, e=exact: np.polyval(c, p) + e(p)
+        error = np.abs(models[name](sizes) - measured) / np.maximum(np.abs(measured), 1.0)
+        misfit = max(misfit, float(np.max(error)))
+    return models, misfit
+
+
+def flops_crossing(sizes, terms, *, solutions: int, num_components: int,
+                   upper: float = 1e8) -> dict:  # fmt: skip
+    """The size P at which the full-GGN LA's FLOP count would overtake MetricBNN's
+    (C6.8, [MBNN] Fig. 5), extrapolated from the counts of :func:`cost.flops_against_depth`.
+
+    sizes: the networks' sizes P (one per depth); terms: per size the pair of term dicts
+    ``(laplace_flops, metricbnn_flops)``. Each term is extended to larger P with the form
+    its computation has at a fixed width: the LA's ``eigh`` is 9P³ exactly, its ``ggn`` a
+    quadratic and its ``predictive`` a cubic in P; MetricBNN's ``svd`` is the thin SVD of
+    the (``solutions``, P) matrix of solutions (:func:`cost.svd_flops`) plus a linear
+    term (the projection), its ``walk`` and ``predictive`` are linear and its
+    ``autoencoder`` constant in P (the principal directions cap the encoder's input at
+    ``num_components``); MetricBNN's terms are fitted on the sizes P ≥ num_components only.
+    Returns ``{"size": the smallest P above the measured ones where LA's count reaches
+    MetricBNN's (NaN if none below upper), "misfit": the largest relative misfit of a
+    fitted term at the measured sizes, "la", "metricbnn": the two extrapolated totals at
+    that size (NaN if none)}``.
+    """
+    sizes = np.asarray(sizes, dtype=float)
+    if sizes.ndim != 1 or sizes.size != len(terms):
+        raise ValueError(f"need one pair of term dicts per size: {len(terms)} pairs, "
+                         f"sizes of shape {sizes.shape}")  # fmt: skip
+    capped = sizes >= num_components
+    if np.count_nonzero(capped) < 3:
+        raise ValueError(f"need at least 3 sizes P >= num_components ({num_components}) to fit "
+                         f"MetricBNN's terms, got {np.count_nonzero(capped)}")  # fmt: skip
+    la_models, la_misfit = _term_models(sizes, [t[0] for t in terms], _LA_DEGREES,
+                                        {"eigh": cost.eigh_flops})  # fmt: skip
+    svd = np.vectorize(lambda p: cost.svd_flops(solutions, p))
+    mb_models, mb_misfit = _term_models(sizes[capped], [t[1] for t, c in zip(terms, capped,
+                                        strict=True) if c], _MB_DEGREES, {"svd": svd})  # fmt: skip
+
+    def gap(p):  # LA's count minus MetricBNN's
+        return (sum(f(p) for f in la_models.values()) -
+                sum(f(p) for f in mb_models.values()))  # fmt: skip
+
+    grid = np.geomspace(sizes.max(), upper, 2000)
+    above = np.nonzero(np.asarray(gap(grid)) >= 0)[0]
+    out = {"misfit": max(la_misfit, mb_misfit), "size": float("nan"), "la": float("nan"),
+           "metricbnn": float("nan")}  # fmt: skip
+    if above.size == 0:
+        return out
+    if above[0] == 0:
+        lo = hi = grid[0]
+    else:
+        lo, hi = grid[above[0] - 1], grid[above[0]]
+        for _ in range(100):  # bisection on the first sign change
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if gap(mid) >= 0 else (mid, hi)
+    la_total = float(sum(f(hi) for f in la_models.values()))
+    return {**out, "size": float(hi), "la": la_total, "metricbnn": la_total - float(gap(hi))}

@@ -1,0 +1,1 @@
+"""Chapter 08's study (``book/08_benchmarks.md``): its experiments as functions."""

@@ -1,0 +1,1 @@
+"""Validation of inputs at the package's public entry points."""

@@ -1,0 +1,354 @@
+"""Tests of bnn_posteriors.claims.checking: rules, records, locking, catalogue."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bnn_posteriors.claims import checking as claims
+from bnn_posteriors.site import profiles
+
+RECORD_FIELDS = {
+    "id",
+    "chapter",
+    "profile",
+    "seed",
+    "value",
+    "expect",
+    "rule",
+    "tol",
+    "reproduced",
+    "status",
+    "locked",
+    "message",
+    "says",
+    "gate",
+    "finding",
+    "committed",
+    "note",
+    "time",
+    "git_commit",
+    "host",
+    "versions",
+}
+
+
+@pytest.fixture(autouse=True)
+def claims_dir(tmp_path, monkeypatch):
+    """Every test writes its records under tmp_path, in the quick profile."""
+    directory = tmp_path / "claims"
+    monkeypatch.setenv("BNN_CLAIMS_DIR", str(directory))
+    monkeypatch.setenv("BNN_PROFILE", "quick")
+    monkeypatch.delenv("BNN_SEED", raising=False)
+    return directory
+
+
+def lock(monkeypatch, claim_id: str, status: str) -> None:
+    """Make the catalogue lock ``claim_id`` at ``status``."""
+    original = claims.catalogue()
+
+    def patched():
+        return [{**c, "locked": status} if c["id"] == claim_id else c for c in original]
+
+    monkeypatch.setattr(claims, "catalogue", patched)
+
+
+# (rule, value, expect, keywords) that hold, and the same rule on inputs where it fails.
+PASSING = [
+    ("approx", 0.7771, 0.777, {"tol": 1e-3}),
+    ("approx", 101.0, 100.0, {"rtol": 0.02}),
+    ("approx", [1.0, 2.0], [1.0, 2.0005], {"tol": 1e-3}),
+    ("approx", np.array([1.0, 2.0]), 1.5, {"tol": 0.5}),
+    ("greater", 0.6, 0.5, {}),
+    ("greater", [2.0, 3.0], [1.0, 2.0], {}),
+    ("less", 0.01, 0.05, {}),
+    ("non-increasing", [3.0, 2.0, 2.0, 1.0], None, {}),
+    ("non-decreasing", [1, 1, 2], None, {}),
+    ("increasing", [0.1, 0.2, 0.3], None, {}),
+    ("decreasing", np.array([3.0, 2.0, 1.0]), None, {}),
+    ("true", True, None, {}),
+    ("true", np.array([True, True]), None, {}),
+]
+FAILING = [
+    ("approx", 0.79, 0.777, {"tol": 1e-3}),
+    ("approx", 103.0, 100.0, {"rtol": 0.02}),
+    ("approx", [1.0, 2.0], [1.0, 2.1], {"tol": 1e-3}),
+    ("approx", np.array([1.0, 2.0]), 1.5, {"tol": 0.4}),
+    ("greater", 0.5, 0.5, {}),
+    ("greater", [2.0, 1.0], [1.0, 2.0], {}),
+    ("less", 0.05, 0.05, {}),
+    ("non-increasing", [3.0, 2.0, 2.5], None, {}),
+    ("non-decreasing", [1, 0, 2], None, {}),
+    ("increasing", [0.1, 0.2, 0.2], None, {}),
+    ("decreasing", np.array([3.0, 3.0, 1.0]), None, {}),
+    ("true", False, None, {}),
+    ("true", np.array([True, False]), None, {}),
+]
+
+
+@pytest.mark.parametrize(("rule", "value", "expect", "kw"), PASSING)
+def test_rule_passes(rule, value, expect, kw):
+    record = claims.check("C1.1", value, expect=expect, rule=rule, **kw)
+    assert record["reproduced"] is True
+    assert record["status"] == "reproduced"
+
+
+@pytest.mark.parametrize(("rule", "value", "expect", "kw"), FAILING)
+def test_rule_fails(rule, value, expect, kw, monkeypatch):
+    lock(monkeypatch, "C1.1", "not reproduced")
+    record = claims.check("C1.1", value, expect=expect, rule=rule, **kw)
+    assert record["reproduced"] is False
+    assert record["status"] == "not reproduced"
+    assert record["message"]
+
+
+def test_jax_values_are_checked_and_recorded_as_plain_python():
+    jnp = pytest.importorskip("jax.numpy")
+    record = claims.check("C1.1", jnp.array([1.0, 2.0]), expect=jnp.array([1.0, 2.0]), tol=1e-6)
+    assert record["reproduced"] is True
+    assert record["value"] == [1.0, 2.0]
+    assert json.loads(json.dumps(record)) == record
+
+
+def test_floats_are_rounded_in_the_record():
+    record = claims.check("C1.1", 1 / 3, expect=1 / 3, tol=1e-9)
+    assert record["value"] == 0.333333
+    assert record["reproduced"] is True  # the check itself uses full precision
+
+
+def test_nan_does_not_reproduce(monkeypatch):
+    lock(monkeypatch, "C1.1", "not reproduced")
+    record = claims.check("C1.1", float("nan"), expect=1.0, tol=1.0)
+    assert record["status"] == "not reproduced"
+    assert "NaN" in record["message"]
+    assert record["value"] == "NaN"
+    record = claims.check("C1.1", [1.0, np.nan], rule="non-increasing")
+    assert record["status"] == "not reproduced" and "NaN" in record["message"]
+
+
+def test_violated_claim_raises_and_records(claims_dir):
+    with pytest.raises(claims.ClaimError) as raised:
+        claims.check("C1.4", 1.2, expect=1.0, tol=0.05)
+    assert isinstance(raised.value, AssertionError)
+    text = str(raised.value)
+    for part in ("C1.4", "AM-GM in the MFVI KL", "1.2", "not reproduced", "claims/catalogue.toml"):
+        assert part in text
+    assert "explained in the chapter" in text
+    (line,) = (claims_dir / "quick" / "01.jsonl").read_text().splitlines()
+    assert json.loads(line)["status"] == "not reproduced"
+
+
+def test_locked_not_reproduced(monkeypatch):
+    lock(monkeypatch, "C1.5", "not reproduced")
+    record = claims.check("C1.5", [1.0, 2.0], rule="non-increasing")
+    assert record["status"] == "not reproduced"
+    assert record["locked"] == "not reproduced"
+    with pytest.raises(claims.ClaimError, match="locks 'not reproduced'"):
+        claims.check("C1.5", [2.0, 1.0], rule="non-increasing")
+
+
+@pytest.mark.parametrize(
+    ("args", "kw", "match"),
+    [
+        (("C9.9", 1.0), {"expect": 1.0, "tol": 0.1}, "unknown claim id"),
+        (("C1.1", 1.0), {"expect": 1.0, "rule": "roughly"}, "non-increasing"),
+        (("C1.1", 1.0), {"expect": 1.0}, "tol"),
+        (("C1.1", 1.0), {"tol": 0.1}, "expect"),
+        (("C1.1", 1.0), {"rule": "greater"}, "expect"),
+        (("C1.1", [1.0, 2.0]), {"rule": "increasing", "tol": 0.1}, "approx"),
+        (("C1.1", [1.0]), {"rule": "increasing"}, "≥ 2"),
+        (("C1.1", 1.0), {"expect": 1.0, "tol": -1.0}, "tol"),
+        (("C1.1", [1.0, 2.0]), {"expect": [1.0, 2.0, 3.0], "tol": 0.1}, "shape"),
+    ],
+)
+def test_invalid_calls_raise_value_error(args, kw, match, claims_dir):
+    with pytest.raises(ValueError, match=match):
+        claims.check(*args, **kw)
+    assert not claims_dir.exists()  # nothing recorded for a wrong call
+
+
+def test_rule_true_needs_bools():
+    with pytest.raises(TypeError, match="bool"):
+        claims.check("C1.1", 1.0, rule="true")
+
+
+def test_record_fields_and_path(claims_dir):
+    record = claims.check("C1.4", 0.5, expect=0.5, tol=0.01, note="n = 20", seed=7)
+    assert RECORD_FIELDS <= set(record)
+    assert record["id"] == "C1.4" and record["chapter"] == 1 and record["profile"] == "quick"
+    assert record["seed"] == 7 and record["note"] == "n = 20" and record["locked"] == "reproduced"
+    assert set(record["versions"]) == {"jax", "numpyro", "blackjax", "python"}
+    assert record["time"].endswith("+00:00")
+    path = claims_dir / "quick" / "01.jsonl"
+    assert json.loads(path.read_text()) == record
+    assert claims.record_path("C3.4", "full", claims_dir) == claims_dir / "full" / "03.jsonl"
+
+
+def test_seed_from_environment(monkeypatch):
+    monkeypatch.setenv("BNN_SEED", "11")
+    assert claims.check("C1.1", True, rule="true")["seed"] == 11
+
+
+def test_seed_defaults_to_the_chapters_seed(monkeypatch):
+    monkeypatch.delenv("BNN_SEED", raising=False)
+    expected = profiles.chapter_seed("01_narrow_networks")
+    assert claims.check("C1.1", True, rule="true")["seed"] == expected
+
+
+def test_checks_of_one_run_share_a_run_id():
+    first = claims.check("C1.1", True, rule="true")
+    second = claims.check("C1.2", True, rule="true")
+    assert first["run"] == second["run"] == claims.RUN_ID
+
+
+def test_profile_from_environment(monkeypatch, claims_dir):
+    monkeypatch.setenv("BNN_PROFILE", "full")
+    claims.check("C2.1", True, rule="true")
+    assert (claims_dir / "full" / "02.jsonl").is_file()
+
+
+def test_load_records_reads_every_folder(tmp_path, claims_dir):
+    claims.check("C1.1", True, rule="true")
+    committed = tmp_path / "results"
+    claims.append_record({**claims.check("C2.1", True, rule="true"), "profile": "full"}, committed)
+    records = claims.load_records([claims_dir, committed, claims_dir])
+    assert sorted((r["id"], r["profile"]) for r in records) == [
+        ("C1.1", "quick"),
+        ("C2.1", "full"),
+        ("C2.1", "quick"),
+    ]
+
+
+def test_malformed_line_names_file_and_line(claims_dir):
+    claims.check("C1.1", True, rule="true")
+    path = claims_dir / "quick" / "01.jsonl"
+    path.write_text(path.read_text() + "{not json\n")
+    with pytest.raises(ValueError, match=r"01\.jsonl:2"):
+        claims.load_records([claims_dir])
+
+
+def test_catalogue_is_ordered_and_complete():
+    catalogue = claims.catalogue()
+    ids = [c["id"] for c in catalogue]
+    assert len(ids) == len(set(ids)) == 47
+    assert ids[0] == "C1.1" and ids[-1] == "C8.3"
+    assert all(c["locked"] in claims.STATUSES for c in catalogue)
+    assert all(claims.chapter_of(c["id"]) == c["chapter"] for c in catalogue)
+
+
+def test_the_catalogue_quotes_each_papers_sentence_with_the_books_reading():
+    """The specification lives in the repository: the paper's sentence, the reading, why."""
+    for claim in claims.catalogue():
+        for field in ("sentence", "reading", "faithful", "source"):
+            assert str(claim.get(field, "")).strip(), f"{claim['id']} has no {field}"
+
+
+def test_a_failed_gate_makes_the_check_inconclusive_whatever_the_rule_finds(monkeypatch):
+    lock(monkeypatch, "C2.2", "inconclusive")
+    gate = claims.Gate(False, "the chains did not mix (median ESS 11 of 5 000)", "longer chains")
+    record = claims.check("C2.2", 2.0, rule="greater", expect=1.0, gate=gate)
+    assert record["status"] == claims.INCONCLUSIVE and record["reproduced"] is True
+    assert record["gate"] == {"passed": False, "why": gate.why, "decide": gate.decide}
+    words = claims.in_words(record)
+    assert words.startswith("the chains did not mix") and "longer chains" in words
+    assert "cannot decide" in claims.summary_line(record)
+    # the same gate passed: the rule decides, and a status off the lock raises
+    with pytest.raises(claims.ClaimError, match="locks 'inconclusive'"):
+        claims.check("C2.2", 2.0, rule="greater", expect=1.0, gate=claims.Gate(True, "ok", "-"))
+
+
+def test_a_gate_needs_a_bool_a_reason_and_what_would_decide():
+    with pytest.raises(TypeError, match="bool"):
+        claims.Gate("no", "why", "decide")
+    with pytest.raises(ValueError, match="why="):
+        claims.Gate(False, "", "decide")
+    with pytest.raises(TypeError, match="claims.Gate"):
+        claims.check("C1.1", 0.0, expect=0.0, tol=1.0, gate=(False, "why", "decide"))
+
+
+def test_a_further_finding_has_its_own_lock(monkeypatch):
+    original = claims.catalogue()
+
+    def patched():
+        return [
+            {**c, "findings": {"stronger-baseline": "not reproduced"}} if c["id"] == "C1.4" else c
+            for c in original
+        ]
+
+    monkeypatch.setattr(claims, "catalogue", patched)
+    record = claims.check(
+        "C1.4", 2.0, rule="less", expect=1.0, finding="stronger-baseline", says="it loses"
+    )
+    assert record["finding"] == "stronger-baseline" and record["locked"] == "not reproduced"
+    assert claims.in_words(record) == "it loses"
+    assert claims.summary_line(record).startswith("C1.4 [stronger-baseline] not reproduced")
+    with pytest.raises(ValueError, match="no further finding 'other'"):
+        claims.check("C1.4", 0.0, rule="less", expect=1.0, finding="other")
+    with pytest.raises(claims.ClaimError, match="further finding 'stronger-baseline'"):
+        claims.check("C1.4", 0.0, rule="less", expect=1.0, finding="stronger-baseline")
+
+
+def test_a_bad_lock_in_the_catalogue_is_named():
+    claim = {"id": "C1.1", "chapter": 1, "title": "t", "source": "s", "locked": "maybe"}
+    with pytest.raises(ValueError, match="claim C1.1 is locked as 'maybe'"):
+        claims.validated((claim,))
+    finding = {**claim, "locked": "reproduced", "findings": {"x": "perhaps"}}
+    with pytest.raises(ValueError, match="finding 'x' of claim C1.1 is locked as 'perhaps'"):
+        claims.validated((finding,))
+    with pytest.raises(ValueError, match="lacks"):
+        claims.validated(({"id": "C1.1"},))
+
+
+def test_check_returns_a_record_that_prints_as_one_line(tmp_path, monkeypatch):
+    from IPython.lib.pretty import pretty
+
+    monkeypatch.setenv("BNN_CLAIMS_DIR", str(tmp_path))
+    record = claims.check("C1.1", 1e-15, expect=0.0, tol=1e-12, note="n")
+    assert isinstance(record, dict) and record["status"] == "reproduced"
+    line = pretty(record)
+    assert line.startswith("C1.1 reproduced: measured 1e-15") and "expected ≈ 0 ± 1e-12" in line
+    assert "\n" not in line
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "expect", "tol", "margin"),
+    [
+        ("approx", 0.78, 0.777, 0.01, 0.007),
+        ("approx", [0.0, 0.5], 0.0, 0.1, -0.4),
+        ("greater", [3.0, 1.5], 1.0, None, 0.5),
+        ("less", 0.2, 1.0, None, 0.8),
+        ("non-increasing", [3.0, 2.0, 1.5], None, None, 0.5),
+        ("increasing", [1.0, 1.2, 1.1], None, None, -0.1),
+        ("true", [True, False], None, None, None),
+    ],
+)
+def test_margin_in_the_checks_units(rule, value, expect, tol, margin):
+    found = claims.margin(rule, value, expect, tol)
+    assert found == (None if margin is None else pytest.approx(margin))
+
+
+def test_margin_sign_agrees_with_the_status(claims_dir):
+    """A check with a positive margin holds; a negative margin is a failure."""
+    held = claims.check("C3.4", 0.78, expect=0.777, tol=0.01)
+    assert held["margin"] > 0 and held["status"] == claims.REPRODUCED
+    with pytest.raises(claims.ClaimError):
+        claims.check("C3.4", 0.9, expect=0.777, tol=0.01)
+    failed = claims.read_jsonl(claims_dir / "quick" / "03.jsonl")[-1]
+    assert failed["margin"] < 0 and failed["status"] == claims.NOT_REPRODUCED
+
+
+def test_record_only_mode_records_without_raising(claims_dir, monkeypatch):
+    monkeypatch.setenv("BNN_CLAIMS_RECORD_ONLY", "1")
+    record = claims.check("C3.4", 0.9, expect=0.777, tol=0.01)
+    assert record["status"] == claims.NOT_REPRODUCED  # recorded, not raised
+    monkeypatch.setenv("BNN_CLAIMS_RECORD_ONLY", "0")
+    with pytest.raises(claims.ClaimError):
+        claims.check("C3.4", 0.9, expect=0.777, tol=0.01)
+
+
+def test_a_finding_without_words_is_said_by_its_note_value_and_expectation(claims_dir):
+    record = claims.check("C1.1", 1e-15, expect=0.0, tol=1e-12, note="max change of the NLL")
+    words = claims.in_words(record)
+    assert words.startswith("max change of the NLL: measured 1e-15, expected ≈ 0 ± 1e-12")

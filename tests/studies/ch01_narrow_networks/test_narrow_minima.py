@@ -1,0 +1,55 @@
+"""Tests of the narrow network's numerical minima and scaling orbits ([SAP] §2.1, App. F.1).
+
+Known answers: the likelihood is constant on scaling orbits, the minima of eqs. (2)/(3)
+and of eq. (24)/g coincide, the L = 2 mode is the lasso's soft threshold. float64.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from bnn_posteriors.studies.ch01_narrow_networks import narrow_minima
+from bnn_posteriors.theory import narrow_network as theory
+
+pytestmark = pytest.mark.usefixtures("x64")
+
+X = np.array([-1.0, 0.5, 2.0, 1.5, -0.7, 1.2])
+Y = np.array([-0.4, 0.3, 1.1, 0.7, -0.5, 0.6])
+SIGMA, TAU = 0.5, 1.0
+OPT = {"num_starts": 8, "num_steps": 300, "newton_steps": 20}
+
+
+def test_orbit_deviation_is_round_off():
+    key = jax.random.key(0)
+    assert narrow_minima.orbit_deviation(key, 3, X, Y, SIGMA, TAU) < 1e-12
+    devs = narrow_minima.max_orbit_deviation(key, (2, 4), X, Y, SIGMA, TAU, num_orbits=3)
+    assert set(devs) == {2, 4} and max(devs.values()) < 1e-12
+    with pytest.raises(ValueError, match="depth >= 2"):
+        narrow_minima.orbit_deviation(key, 1, X, Y, SIGMA, TAU)
+
+
+def test_penalised_minima_match_and_have_sign_patterns():
+    grid = narrow_minima.penalised_minima_grid(jax.random.key(1), (2,), (0.5,), X, Y, SIGMA, **OPT)
+    r = grid[2, 0.5]
+    assert r["patterns"] == 2  # 2^(L-1): (+, +) and (-, -) for a positive slope
+    assert r["rel_gap"] < 1e-6 and r["magnitude_gap"] < 1e-6
+    assert r["rel_gap"] == abs(r["min_w"] - r["min_beta"]) / abs(r["min_beta"])
+
+
+def test_matching_minima_of_eq24_and_g():
+    r = narrow_minima.matching_minima(jax.random.key(2), 3, X, Y, SIGMA, TAU, **OPT)
+    assert abs(r["min_w"] - r["min_g"]) / abs(r["min_g"]) < 1e-6
+    assert abs(r["beta_of_w"] - r["beta_g"]) < 1e-5
+
+
+def test_lasso_modes_match_the_soft_threshold():
+    s = float(X @ Y)
+    taus = {"data": TAU, "thresholded": float(np.sqrt(SIGMA**2 / (2 * abs(s))))}
+    modes = narrow_minima.lasso_modes(jax.random.key(3), X, Y, SIGMA, taus, **OPT)
+    assert modes["thresholded"]["closed"] == 0.0
+    for name, m in modes.items():
+        assert m["tau"] == taus[name]
+        assert m["closed"] == float(theory.lasso_mode(X, Y, SIGMA, taus[name]))
+        assert abs(m["numerical"] - m["closed"]) < 1e-6

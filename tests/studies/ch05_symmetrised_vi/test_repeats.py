@@ -1,0 +1,158 @@
+"""Chapter 5's summaries (:mod:`bnn_posteriors.studies.ch05_symmetrised_vi.repeats`)."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import numpy as np
+import pytest
+
+from bnn_posteriors.evaluation import diagnostics
+from bnn_posteriors.inference import mean_field_family as mf
+from bnn_posteriors.studies.ch05_symmetrised_vi import fits as sx
+from bnn_posteriors.studies.ch05_symmetrised_vi import repeats as ss
+
+Q = mf.init_mean_field(jax.random.key(0), (1, 3, 1), loc_scale=0.3, init_scale=1.0)
+
+
+def data(n=20):
+    return sx.toy_regression(jax.random.key(1), n)
+
+
+def test_identity_repeats_stack_the_repeats_with_their_own_keys():
+    x, y = data()
+    reps = ss.identity_repeats(jax.random.key(2), Q, x, y, repeats=3, num_samples=200,
+                               fp_floor=1e-4, noise_scale=0.3)  # fmt: skip
+    assert reps["z"].shape == (3,) and len(set(reps["mi"].tolist())) == 3
+    first = sx.identity_test(jax.random.key(2), Q, x, y, num_samples=200, noise_scale=0.3)
+    assert reps["gap"][0] == first["gap"]
+    second = sx.identity_test(jax.random.fold_in(jax.random.key(2), 1), Q, x, y,
+                              num_samples=200, noise_scale=0.3)  # fmt: skip
+    assert reps["mi"][1] == second["mi"]
+
+
+def test_mi_curves_rise_to_log_g_and_bound_i():
+    out = ss.mi_curves(jax.random.key(3), Q, width=3, separations=(0.0, 0.1, 30.0), ks=(2, 6),
+                       infonce_samples=200, num_samples=200)  # fmt: skip
+    assert out["separation"].shape == (3, 2) and abs(out["separation"][0, 0]) < 1e-5
+    assert out["separation"][-1, 0] == pytest.approx(math.log(6), abs=1e-3)
+    assert out["unsaturated"] == 2 and out["step_z"].shape == (1,)
+    assert out["infonce"].shape == (2, 2) and np.all(out["infonce"][:, 0] <= np.log([2, 6]) + 1e-5)
+    assert np.all(out["infonce_z"] < 3) and 0 <= out["mi"][0] <= math.log(6) + 1e-4
+
+
+def test_nuts_arrangements_summarise_the_chains():
+    x, y = data(15)
+    out = ss.nuts_arrangements(
+        jax.random.key(4), Q, x, y, width=3, num_chains=2, num_warmup=20, num_samples=10,
+        target_acceptance_rate=0.8, noise_scale=0.3,
+    )  # fmt: skip
+    assert out["draws"]["W0"].shape == (2, 10, 1, 3)
+    assert out["q_draws"][0]["W"].shape == out["qg_draws"][0]["W"].shape == (20, 1, 3)
+    assert len(out["chain_modes"]) == 2 and all(0 <= m < 6 for m in out["chain_modes"])
+    assert 0 <= out["moved"] <= 1 and 0.5 / 6 <= out["stay"] <= 1
+
+
+def fake_fits(ll_gain, mi_plain, *, n=4, mi_sym=None, width=4):
+    """Fits of :func:`sx.fit_width` at widths 2 and ``width``: plain runs first, then the
+    symmetrised ones; at the largest width the symmetrised test log-lik is higher by
+    ``ll_gain`` (+ seed noise) and the plain fits' I is ``mi_plain``."""
+    rng = np.random.default_rng(0)
+    fits = {}
+    for w, gain, mi in ((2, 0.0, math.log(2)), (width, ll_gain, mi_plain)):
+        sym_mi = mi if mi_sym is None or w == 2 else mi_sym
+        ll = rng.normal(-1.0, 0.1, n)
+        fits[w] = dict(
+            elbo=np.concatenate([np.full(n, -50.0), np.full(n, -50.0)]),
+            mi=np.concatenate([np.full(n, mi), np.full(n, sym_mi)]),
+            test_ll=np.concatenate([ll, ll + gain + (rng.normal(0, 0.01, n) if gain else 0)]),
+        )
+    return fits
+
+
+def swap(fits):
+    """The broken input: symmetrised and plain runs exchanged."""
+    out = {}
+    for w, r in fits.items():
+        n = len(r["elbo"]) // 2
+        out[w] = {k: np.concatenate([v[n:], v[:n]]) for k, v in r.items()}
+    return out
+
+
+def test_paired_interval_and_ceiling():
+    normal = np.random.default_rng(1).normal(1.0, 1.0, 400)
+    m, lo, hi = diagnostics.paired_interval(normal)
+    half = 1.96 * normal.std(ddof=1) / math.sqrt(400)  # the normal interval, for large n
+    assert m == pytest.approx(normal.mean()) and lo == pytest.approx(m - half, abs=0.02)
+    assert hi == pytest.approx(m + half, abs=0.02)
+    np.testing.assert_array_equal(
+        diagnostics.paired_interval(normal[:20]), diagnostics.paired_interval(normal[:20])
+    )
+    # skewed gains: mostly ties, a few large ones; the interval stays on their side of 0
+    m, lo, hi = diagnostics.paired_interval([0.0] * 8 + [0.2] * 7 + [1.1])
+    assert 0 < lo < m < hi
+    np.testing.assert_array_equal(diagnostics.paired_interval([0.5, 0.5]), [0.5, 0.5, 0.5])
+    assert diagnostics.paired_interval([0.0] * 15 + [0.002])[1] == 0.0  # BCa undefined: percentiles
+    with pytest.raises(ValueError, match="2 paired"):
+        diagnostics.paired_interval([1.0])
+    assert ss.mi_ceiling(4) == pytest.approx(math.log(24))
+    assert ss.mi_ceiling(128, 64) == pytest.approx(math.log(64))
+    assert ss.mi_ceiling(3, 64) == pytest.approx(math.log(6))  # Î_K ≤ I ≤ log|G| too
+
+
+def test_symmetrised_gains_decide_where_units_merge_and_fail_when_swapped():
+    fits = fake_fits(0.2, mi_plain=math.log(24) - 2.0, mi_sym=math.log(24) - 0.5)
+    out = ss.symmetrised_gains(fits)
+    assert out["widths"] == (2, 4) and out["decidable"]
+    assert out["deficit"][-1] == pytest.approx(2.0) and abs(out["deficit"][0]) < 1e-12
+    np.testing.assert_allclose(out["elbo"][-1], [math.log(24) - 0.5] * 3)  # the sym fits' I
+    assert out["training"][-1, 0] == pytest.approx(1.5)
+    assert np.all(out["better"] > 1e-6) and np.all(out["not_worse"] > -1e-6)
+    assert out["test_ll"][0].tolist() == [0.0, 0.0, 0.0]  # identical runs: a tie
+    gate = ss.decidability_gate(out, np.array([0.3]))
+    assert gate.passed and "merge units that the objective can see" in gate.why
+    # the broken input: plain and symmetrised swapped. The ELBO gain stays positive (any q_G
+    # gains its I over q), but the test log-lik and the training part of the ELBO fail
+    broken = ss.symmetrised_gains(swap(fits))
+    assert broken["better"][1] < 0 and broken["not_worse"].min() < -1e-6
+    assert broken["training"][-1, 2] < 0
+    table = ss.gains_interval_table(out)
+    assert "95%" in table and "| 4 | 2.00 | +2.68 [+2.68, +2.68] | +1.50" in table
+
+
+def test_symmetrised_gains_gate_fails_where_i_is_saturated():
+    k = 64
+    fits = fake_fits(0.0, mi_plain=math.log(k), width=128)
+    out = ss.symmetrised_gains(fits, num_perms=k)
+    assert not out["decidable"] and out["saturation"] < 1e-12 and out["largest_tie"] == 0.0
+    assert out["elbo_minus_ceiling"] == pytest.approx(0.0, abs=1e-9)
+    assert out["better"][1] == 0.0  # test log-lik ties: the rule alone would say "not reproduced"
+    gate = ss.decidability_gate(out, np.zeros(4), reference=" (toy: 0.5)")
+    assert not gate.passed and "saturated" in gate.why and "log K = 4.159" in gate.why
+    assert "(toy: 0.5)" in gate.why and "log 2" in gate.decide
+    few = ss.symmetrised_gains(fake_fits(0.0, mi_plain=math.log(24) - 0.3))
+    gate = ss.decidability_gate(few, np.ones(4))
+    assert not gate.passed and "too few units" in gate.why and "0.30" in gate.why
+
+
+def test_mi_gradient_norm_vanishes_where_i_is_saturated():
+    far = mf.init_mean_field(jax.random.key(5), (1, 3, 1), loc_scale=30.0, init_scale=0.01)
+    near = mf.init_mean_field(jax.random.key(5), (1, 3, 1), loc_scale=0.1, init_scale=1.0)
+    stack = jax.tree.map(lambda a, b: np.stack([a, b]), far, near)
+    norms = ss.mi_gradient_norm(jax.random.key(6), stack, num_draws=16)
+    assert norms.shape == (2,) and norms[0] < 1e-4 < norms[1]
+    bound = ss.mi_gradient_norm(jax.random.key(6), stack, num_draws=16, num_perms=4)
+    assert bound[0] < 1e-4 < bound[1]
+
+
+def test_committed_gains_read_the_old_record():
+    record = {
+        "value": [0.0, 0.0, 0.0],
+        "note": "gains. Gains per width: MNIST ELBO [+4.159, +4.159, +4.159]; toy [...]",
+    }
+    out = ss.committed_gains(record)
+    np.testing.assert_array_equal(out["test_ll"], [0.0, 0.0, 0.0])
+    np.testing.assert_allclose(out["elbo"], [4.159] * 3)
+    assert np.isnan(ss.committed_gains(None)["elbo"]).all()
+    assert np.isnan(ss.committed_gains({"value": 0.0, "note": ""})["elbo"]).all()

@@ -1,0 +1,217 @@
+"""Tests of the [MBNN] experiment units (``inference.metricbnn_experiments``) on tiny problems."""
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.flatten_util import ravel_pytree
+from scipy import stats
+from scipy.special import logsumexp
+
+from bnn_posteriors.inference import map_estimate, metricbnn
+from bnn_posteriors.models import nets
+from bnn_posteriors.studies.ch06_metricbnn import experiments as mbx
+
+KEY = jax.random.PRNGKey(0)
+RELU = partial(nets.mlp_apply, activation_name="relu")
+WALK = partial(metricbnn.walk_and_embed, num_steps=5, drift=1e-2, ae_updates=20,
+               num_particles=2, latent_dim=3, hidden=(8,), ae_batch=8,
+               num_components=4)  # fmt: skip
+
+
+def scaled_input(params, x):
+    """f(x; θ) = θ₀ x: its sd over samples of θ₀ is |x| sd(θ₀)."""
+    return params[0] * x
+
+
+def linear_problem():
+    x = jnp.array([[0.5], [1.0], [-1.5]])
+    x_gap = jnp.array([[2.0], [-3.0]])
+    return mbx.GapRegression(x, 2 * x, x_gap, np.array([4.0, -6.0]), 0.5, lambda t: t,
+                             scaled_input)  # fmt: skip
+
+
+def test_fan_in_scheme_scales_weights_and_zeroes_biases():
+    params = nets.mlp_init(KEY, (4, 3, 2), scheme="fan_in")
+    reference = nets.mlp_init(KEY, (4, 3, 2))
+    for p, r in zip(params, reference, strict=True):
+        np.testing.assert_allclose(p["W"], r["W"] / np.sqrt(r["W"].shape[0]), rtol=1e-6)
+        np.testing.assert_array_equal(p["b"], np.zeros_like(r["b"]))
+
+
+def test_gap_ratio_and_gap_nll_closed_form():
+    problem = linear_problem()
+    thetas = jnp.array([[1.0], [2.0], [3.0]])
+    expected = np.mean([2.0, 3.0]) / np.mean([0.5, 1.0, 1.5])
+    assert mbx.gap_ratio(thetas, problem) == pytest.approx(expected, rel=1e-6)
+    f = np.array([[2.0, -3.0], [4.0, -6.0], [6.0, -9.0]])  # (S, m) on the gap
+    logp = stats.norm(f, 0.5).logpdf(np.array([4.0, -6.0]))
+    nll = -np.mean(logsumexp(logp, axis=0) - np.log(3))
+    assert mbx.gap_nll(thetas, problem) == pytest.approx(nll, rel=1e-5)
+
+
+def snelson_like():
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.uniform(-2, 2, (30, 1)), jnp.float32)
+    y = jnp.sin(2 * x)
+    x_gap = jnp.asarray([[2.5], [3.0]], jnp.float32)
+    widths = (1, 8, 1)
+    _, unravel = ravel_pytree(nets.mlp_init(KEY, widths, scheme="fan_in"))
+    return mbx.GapRegression(x, y, x_gap, np.sin(2 * np.asarray(x_gap[:, 0])), 0.3, unravel,
+                             RELU), widths  # fmt: skip
+
+
+def test_snelson_repeat_is_the_pipeline_then_the_metrics():
+    problem, widths = snelson_like()
+    loss = metricbnn.refinement_loss(problem.unravel, RELU, problem.x, problem.y,
+                                     likelihood="gaussian", noise_scale=0.3)  # fmt: skip
+    settings = dict(widths=widths, prior_precision=1.0, map_steps=50, map_learning_rate=1e-2)
+    out = mbx.snelson_repeat(KEY, problem, walk_fn=WALK, num_samples=16,
+                             refine_learning_rate=1e-3, **settings)  # fmt: skip
+    assert set(out) == {"gap NLL: Gaussian - latent", "mean loss ratio - 1",
+                        "max loss ratio - 1", "projected solutions: mean loss ratio - 1",
+                        "straightness"}  # fmt: skip
+    assert all(np.isfinite(v) for v in out.values())
+    assert 0 < out["straightness"] <= 1 + 1e-6
+    assert out["max loss ratio - 1"] >= out["mean loss ratio - 1"]
+    # by hand: the same keys in the same order
+    k_init, k_curv, k_walk, k_metrics = jax.random.split(KEY, 4)
+    start = nets.mlp_init(k_init, widths, scheme="fan_in")
+    p, _ = map_estimate.train_map(start, problem.x, problem.y,
+                                  likelihood="gaussian", noise_scale=0.3, prior_precision=1.0,
+                                  num_steps=50, learning_rate=1e-2)  # fmt: skip
+    th = ravel_pytree(p)[0]
+    lr = metricbnn.stable_learning_rate(loss, th, k_curv, 1e-3)
+    walk, latent, _ = WALK(k_walk, loss, th, learning_rate=lr)
+    by_hand = mbx.latent_posterior_metrics(k_metrics, th, walk, latent, problem, num_samples=16)
+    assert by_hand == out
+
+
+def test_snelson_repeats_fold_in_the_index_and_resume_from_the_cache(tmp_path, monkeypatch):
+    problem, widths = snelson_like()
+    settings = dict(walk_fn=WALK, widths=widths, prior_precision=1.0, map_steps=20,
+                    map_learning_rate=1e-2, refine_learning_rate=1e-3, num_samples=8)  # fmt: skip
+    plain = mbx.snelson_repeats(KEY, problem, [2, 5], **settings)
+    assert plain == [mbx.snelson_repeat(jax.random.fold_in(KEY, r), problem, **settings)
+                     for r in (2, 5)]  # fmt: skip
+    cached = mbx.snelson_repeats(KEY, problem, [2, 5], cache_dir=tmp_path, **settings)
+    np.testing.assert_allclose([list(m.values()) for m in cached],
+                               [list(m.values()) for m in plain], rtol=1e-6)  # fmt: skip
+    assert len(list((tmp_path / "mbnn-snelson-repeat").glob("*.npz"))) == 2
+    # a second run reads every repeat from disk: nothing is computed
+    monkeypatch.setattr(mbx, "snelson_repeat", lambda *a, **k: pytest.fail("recomputed"))
+    assert mbx.snelson_repeats(KEY, problem, [2, 5], cache_dir=tmp_path, **settings) == cached
+    # other settings are other units
+    for other in ({"map_steps": 21}, {"walk_fn": partial(WALK, ae_updates=21)}):
+        with pytest.raises(pytest.fail.Exception, match="recomputed"):
+            mbx.snelson_repeats(KEY, problem, [2], cache_dir=tmp_path, **{**settings, **other})
+
+
+def test_uci_run_table_and_wins(monkeypatch):
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(60, 2)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int32)
+
+    def fake_loader(name, seed):
+        return x[:40], y[:40], None, None, x[40:], y[40:]
+
+    monkeypatch.setattr(mbx.data, "load_uci_classification", fake_loader)
+    run = mbx.uci_run("toy", 0, KEY, hidden=(8,), prior_precision=1.0, map_steps=200,
+                      map_learning_rate=1e-2, num_samples=8, walk_fn=WALK)  # fmt: skip
+    assert set(run) == {"LA", "Lin LA", "MetricBNN", "MAP"}
+    assert all(np.isfinite(nll) and sec >= 0 for nll, sec in run.values())
+    assert run["MAP"][0] < np.log(2) and run["MAP"][1] == 0.0
+    rows = mbx.uci_table({"toy": [run, run]}, {"toy": (0.7, 0.6, 0.5)})
+    assert [r[1] for r in rows] == ["LA", "Lin LA", "MetricBNN", "MAP"]
+    assert rows[0][2] == pytest.approx(run["LA"][0]) and rows[0][3] == pytest.approx(0.0)
+    assert rows[2][5] == 0.5 and np.isnan(rows[3][5])
+    table = [("a", "MetricBNN", 0.3), ("a", "LA", 0.4), ("b", "MetricBNN", 0.5), ("b", "LA", 0.4)]
+    assert mbx.wins_over(table, "LA", names=("a", "b")) == {"a": True, "b": False}
+
+
+def test_banana_entropies_shapes_and_bounds():
+    rng = np.random.default_rng(2)
+    x = jnp.asarray(rng.normal(size=(40, 2)), jnp.float32)
+    y = jnp.asarray((x[:, 0] * x[:, 1] > 0).astype(np.int32))
+    inputs = {"near": x[:5], "far": 10 * x[:3]}
+    ent = mbx.banana_entropies(list(jax.random.split(KEY, 4)), x, y, inputs, widths=(2, 6, 2),
+                               prior_precision=1.0, map_steps=100, map_learning_rate=1e-2,
+                               num_samples=8, walk_fn=WALK)  # fmt: skip
+    assert set(ent) == {"near", "far"} and set(ent["near"]) == {"LA", "Lin LA", "MetricBNN"}
+    for where, xs in inputs.items():
+        for values in ent[where].values():
+            assert values.shape == (xs.shape[0],)
+            assert np.all(values >= 0) and np.all(values <= np.log(2) + 1e-9)
+
+
+def test_mnist_run_on_a_few_images():
+    rng = np.random.default_rng(3)
+    x = jnp.asarray(rng.uniform(size=(24, 784)), jnp.float32)
+    y = jnp.asarray(np.arange(24) % 10)
+    nll, seconds, size = mbx.mnist_run(list(jax.random.split(KEY, 4)), x[:16], y[:16], x[16:],
+                                       np.asarray(y[16:]), prior_precision=1.0, map_steps=5,
+                                       map_learning_rate=1e-3, num_samples=4, refine_n=8,
+                                       walk_fn=WALK)  # fmt: skip
+    assert set(nll) == {"LA (last layer)", "Lin LA (last layer)", "MetricBNN", "MAP"}
+    assert all(np.isfinite(v) and v > 0 for v in nll.values())
+    assert set(seconds) == {"LA (last layer)", "MetricBNN"} and min(seconds.values()) >= 0
+    assert size == ravel_pytree(mbx.cnn.cnn_init(KEY))[0].size
+
+
+def synthetic_cost_terms(sizes, *, autoencoder, solutions, walk_per_param=0.0):
+    """Term dicts shaped like cost.flops_against_depth's, with known forms in P."""
+    from bnn_posteriors.evaluation import cost
+
+    return [({"ggn": 3.0 * p**2 + 5.0 * p, "eigh": cost.eigh_flops(p), "predictive": 2.0 * p**3},
+             {"walk": walk_per_param * p, "svd": cost.svd_flops(solutions, p) + 7.0 * p,
+              "autoencoder": autoencoder, "predictive": 11.0 * p})
+            for p in sizes]  # fmt: skip
+
+
+def test_flops_crossing_solves_the_extrapolated_counts():
+    from scipy.optimize import brentq
+
+    from bnn_posteriors.evaluation import cost
+
+    sizes = [100, 200, 300, 400]
+    terms = synthetic_cost_terms(sizes, autoencoder=1e11, solutions=50, walk_per_param=1e3)
+
+    def gap(p):  # the same forms, by hand
+        la = 3.0 * p**2 + 5.0 * p + 9.0 * p**3 + 2.0 * p**3
+        return la - (1e3 * p + cost.svd_flops(50, p) + 7.0 * p + 1e11 + 11.0 * p)
+
+    out = mbx.flops_crossing(sizes, terms, solutions=50, num_components=64)
+    assert out["size"] == pytest.approx(brentq(gap, 400, 1e5), rel=1e-6)
+    assert out["misfit"] < 1e-9
+    assert out["la"] == pytest.approx(out["metricbnn"], rel=1e-6)
+    assert gap(0.99 * out["size"]) < 0 < gap(1.01 * out["size"])
+
+
+def test_flops_crossing_is_nan_without_a_crossing_and_flags_a_wrong_form():
+    sizes = [100, 200, 300, 400]
+    # an autoencoder so costly that the LA's 11 P³ does not reach it below `upper`
+    terms = synthetic_cost_terms(sizes, autoencoder=1e30, solutions=50)
+    out = mbx.flops_crossing(sizes, terms, solutions=50, num_components=64, upper=1e7)
+    assert np.isnan(out["size"]) and np.isnan(out["la"]) and out["misfit"] < 1e-9
+    # a walk that grows as P³ is not the linear form the model assumes: the misfit says so
+    terms = synthetic_cost_terms(sizes, autoencoder=1e11, solutions=50)
+    for la, mb in terms:
+        mb["walk"] = 20.0 * sum(la.values())
+    assert mbx.flops_crossing(sizes, terms, solutions=50, num_components=64)["misfit"] > 0.05
+    with pytest.raises(ValueError, match="one pair"):
+        mbx.flops_crossing(sizes[:3], terms, solutions=50, num_components=64)
+    with pytest.raises(ValueError, match="at least 3 sizes"):
+        mbx.flops_crossing(sizes, terms, solutions=50, num_components=250)
+
+
+def test_wins_over_counts_flip_when_the_methods_are_swapped():
+    # C6.6's count on a deliberately broken table: MetricBNN's and the LA's labels swapped
+    table = [("a", "MetricBNN", 0.3), ("a", "LA", 0.6), ("b", "MetricBNN", 0.2), ("b", "LA", 0.7),
+             ("c", "MetricBNN", 0.5), ("c", "LA", 0.4)]  # fmt: skip
+    swap = {"MetricBNN": "LA", "LA": "MetricBNN"}
+    broken = [(n, swap[m], v) for n, m, v in table]
+    names = ("a", "b", "c")
+    assert sum(mbx.wins_over(table, "LA", names=names).values()) == 2
+    assert sum(mbx.wins_over(broken, "LA", names=names).values()) == 1
