@@ -24,7 +24,14 @@ export PATH := $(BIN):$(PATH)
 
 .PHONY: book test install browser lint
 
+# The chapters are executed side by side first (bnn_posteriors.site.execute: one kernel per
+# process, $(BNN_EXECUTE_PROCESSES) at a time, into the build's notebook cache); the build then
+# finds each one cached and executes again only a chapter that failed, to report its error.
+BNN_EXECUTE_PROCESSES ?= 2
+export BNN_EXECUTE_PROCESSES
+
 book: $(STAMP)
+	$(BIN)/python -m bnn_posteriors.site.execute
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 
 test: book browser

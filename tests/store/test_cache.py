@@ -3,7 +3,7 @@ from functools import partial
 import numpy as np
 import pytest
 
-from bnn_posteriors.store import cache
+from bnn_posteriors.store import cache, provenance
 
 
 @pytest.fixture
@@ -19,6 +19,18 @@ def test_cache_dir_env_takes_precedence(tmp_cache):
 def test_cache_dir_default_is_in_the_checkout(monkeypatch):
     monkeypatch.delenv(cache.CACHE_ENV, raising=False)
     assert cache.cache_dir().parts[-2:] == ("_build", "cache")
+    assert cache.cache_dir().parent.parent == provenance.repo_root()
+
+
+def test_cache_location_decodes_the_cache_argument(tmp_cache, tmp_path):
+    assert cache.cache_location(False) is None and cache.cache_location(None) is None
+    assert cache.cache_location(True) == tmp_cache
+    assert cache.cache_location(tmp_path / "units") == tmp_path / "units"
+    assert cache.cache_location(str(tmp_path)) == tmp_path
+    with pytest.raises(ValueError, match="empty"):
+        cache.cache_location("")
+    with pytest.raises(TypeError, match="True, False or a folder"):
+        cache.cache_location(1)
 
 
 def test_code_version_is_a_stable_hex_digest():

@@ -46,12 +46,11 @@ def test_read_json_errors(tmp_path):
         results.read_json(bad)
 
 
-def test_read_if_settings_reads_only_equal_settings(tmp_path):
-    path = tmp_path / "part.json"
-    assert results.read_if_settings(path, {"a": 1}) is None  # no file
-    results.write_json(path, {"settings": {"a": 1}, "value": 2.5}, profile="full")
-    assert results.read_if_settings(path, {"a": 1})["value"] == 2.5
-    assert results.read_if_settings(path, {"a": 2}) is None
-    (tmp_path / "bad.json").write_text("[1, 2]")
-    with pytest.raises(ValueError, match="not a result file"):
-        results.read_if_settings(tmp_path / "bad.json", {"a": 1})
+def test_write_json_is_atomic_and_plain(tmp_path):
+    path = results.write_json(
+        tmp_path / "sub" / "r.json", {"a": np.arange(2), "b": np.nan}, profile=None
+    )
+    record = json.loads(path.read_text())
+    assert record["a"] == [0, 1] and np.isnan(record["b"]) and record["profile"] is None
+    assert path.read_text().startswith('{\n "a"')  # indent 1
+    assert not list(tmp_path.glob("sub/*.tmp"))

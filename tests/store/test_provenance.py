@@ -67,9 +67,3 @@ def test_to_json_rounded_is_strict_json():
     with pytest.raises(ValueError, match="significant"):
         provenance.to_json(1.0, 0)
 
-
-def test_write_json_is_atomic_and_plain(tmp_path):
-    path = provenance.write_json(tmp_path / "sub" / "r.json", {"a": np.arange(2), "b": np.nan})
-    record = json.loads(path.read_text())
-    assert record["a"] == [0, 1] and math.isnan(record["b"])
-    assert not list(tmp_path.glob("sub/*.tmp"))

@@ -29,8 +29,8 @@ import json
 import os
 import platform
 import tomllib
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -307,6 +307,54 @@ def check(
     return record
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What a study measured for one check of a claim, ready to show and check.
+
+    The fields after ``claim`` and ``value`` are :func:`check`'s keywords; ``glue`` holds
+    the values the chapter's prose cites (``{glue:text}`name```) and ``table`` a Markdown
+    table of the numbers behind the value (shown above the check), or None. A study
+    returns one ``Evidence`` per check; the chapter passes it to :func:`show_and_check`.
+    """
+
+    claim: str
+    value: Any
+    rule: str = "approx"
+    expect: Any = None
+    tol: float | None = None
+    rtol: float | None = None
+    note: str = ""
+    says: str = ""
+    gate: Gate | None = None
+    finding: str | None = None
+    committed: str | None = None
+    glue: Mapping[str, Any] = field(default_factory=dict)
+    table: str | None = None
+
+
+def show_and_check(*evidence: Evidence) -> list[dict]:
+    """For each :class:`Evidence`: glue its values, display its table, then :func:`check`
+    it. Returns the records, in order."""
+    from bnn_posteriors.site.tables import glue_values
+
+    records = []
+    for item in evidence:
+        if not isinstance(item, Evidence):
+            raise TypeError(f"show_and_check takes Evidence, got {type(item).__name__}")
+        glue_values(item.glue)
+        if item.table is not None:
+            from IPython.display import Markdown, display
+
+            display(Markdown(item.table))
+        keywords = {
+            f.name: getattr(item, f.name)
+            for f in fields(item)
+            if f.name not in ("claim", "value", "glue", "table")
+        }
+        records.append(check(item.claim, item.value, **keywords))
+    return records
+
+
 def append_record(record: dict, directory: Path | None = None) -> Path:
     """Append one record as a JSON line to its chapter file; return the file's path."""
     path = record_path(record["id"], record["profile"], directory)
@@ -336,7 +384,7 @@ def _unlock_message(claim: dict, record: dict) -> str:
 # --------------------------------------------------------------------------- records
 
 
-def load_records(claims_dirs: Iterable[Path | str] | None = None) -> list[dict]:
+def load_records(claims_dirs: Iterable[Path | str | None] | None = None) -> list[dict]:
     """All records under ``claims_dirs`` (default: :func:`claims_dir` and results/claims).
 
     Each folder holds ``<profile>/<NN>.jsonl`` files of one JSON object per line.

@@ -107,7 +107,7 @@ def _cells(newest: dict, claim_id: str, finding: str | None, locked: str) -> dic
     for profile in profiles.PROFILES:
         record = newest.get((claim_id, finding, profile))
         cells[profile] = _cell(record)
-        cells[profile]["stale"] = bool(record) and record.get("locked") not in (None, locked)
+        cells[profile]["stale"] = record is not None and record.get("locked") not in (None, locked)
     return cells
 
 

@@ -105,7 +105,7 @@ def run_sweep(
 
     execute = run_chapter if execute is None else execute
 
-    previous = load_sweep(out) if out.is_file() else {"runs": {}}
+    previous = load_sweep(out) or {"runs": {}}
     runs = dict(previous.get("runs", {}))
     if not resume:
         runs = {key: run for key, run in runs.items() if run["chapter"] not in names}
@@ -132,7 +132,7 @@ def run_sweep(
             }
             log(f"{key}: exit {code}, {len(records)} checks, {wall:.0f} s")
             results.write_json(out, {"n_seeds": n_seeds, "runs": runs}, profile=profile)
-    return load_sweep(out)
+    return _read_sweep(out)
 
 
 def merge_sweeps(paths: Sequence[Path], out: Path) -> dict:
@@ -148,10 +148,11 @@ def merge_sweeps(paths: Sequence[Path], out: Path) -> dict:
         # it would replace every chapter of out by itself under out's last provenance
         raise ValueError(f"{out} is the file merged into (--out): pass only the new sweep files")
     previous = load_sweep(out) or {"runs": {}}
-    files = [(Path(p), load_sweep(Path(p))) for p in paths]
-    missing = [str(p) for p, f in files if f is None]
+    loaded = [(Path(p), load_sweep(Path(p))) for p in paths]
+    missing = [str(p) for p, f in loaded if f is None]
     if missing:
         raise ValueError(f"no sweep file at {', '.join(missing)}")
+    files = [(p, f) for p, f in loaded if f is not None]
     profile = {f["profile"] for _, f in files} | (
         {previous["profile"]} if "profile" in previous else set()
     )
@@ -173,7 +174,7 @@ def merge_sweeps(paths: Sequence[Path], out: Path) -> dict:
         ]
     payload = {"n_seeds": seeds_per_run.pop(), "runs": runs, "sources": sources}
     results.write_json(out, payload, profile=profile.pop())
-    return load_sweep(out)
+    return _read_sweep(out)
 
 
 def load_sweep(path: Path | None = None, profile: str = "quick") -> dict | None:
@@ -186,6 +187,11 @@ def load_sweep(path: Path | None = None, profile: str = "quick") -> dict | None:
     path = Path(path)
     if not path.is_file():
         return None
+    return _read_sweep(path)
+
+
+def _read_sweep(path: Path) -> dict:
+    """The sweep file at ``path``, checked to hold its ``runs``."""
     sweep = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(sweep, dict) or not isinstance(sweep.get("runs"), dict):
         raise ValueError(f"{path} is not a sweep file (no 'runs')")

@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code (0 ok, 1 failed, 2 usage)."""
     args = build_parser().parse_args(argv)
     try:
-        profile = profiles.profile_name(args.profile)  # validates $BNN_PROFILE too
+        profile: str | None = profiles.profile_name(args.profile)  # validates $BNN_PROFILE too
         profile = profile if args.profile is not None else None  # None: from the environment
     except ValueError as error:
         print(f"bnn-posteriors: error: {error}", file=sys.stderr)

@@ -10,8 +10,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bnn_posteriors.claims import checking as claims
 from bnn_posteriors.site import profiles
+from bnn_posteriors.store import parts
 
 
 def run_study(parts, name: str) -> int:
@@ -44,7 +44,7 @@ def run_benchmark(
 
     def units_done():
         cfg = profiles.settings("08_benchmarks", profile)
-        folder = out or (claims.repo_root() or Path.cwd()) / "results" / "ch8_benchmark"
+        folder = out or parts.committed_dir(benchmark.RESULTS)
         print(f"benchmark (profile {cfg.profile}, seed {cfg.seed}) -> {folder}")
         rows = benchmark.run_table(
             cfg,
@@ -94,7 +94,7 @@ def run_prior_scales(
             raise ValueError(f"profile {cfg.profile} names no results folder: pass --out")
         print(f"prior-scale cells (profile {cfg.profile}, seed {cfg.seed}) -> {folder}", flush=True)
         return study.prior_scale_study(
-            **arguments, cache_dir=True if cfg.cache else None, results_dir=folder,
+            **arguments, cache_dir=cfg.cache, results_dir=folder,
             profile=cfg.profile, progress=True, report=report,
         )  # fmt: skip
 
@@ -110,7 +110,6 @@ def run_many_chains(
     """Run chapter 7's many-chain study seed by seed, each run written to ``out`` when done."""
     import jax
 
-    from bnn_posteriors.store import committed as results
     from bnn_posteriors.studies.ch07_sampling_in_practice import many_chains
 
     def report(run):
@@ -126,11 +125,11 @@ def run_many_chains(
         n_chains = cfg.n_chains_many_accelerator if on_accelerator else cfg.n_chains_many
         if out is None and cfg.many_results is None:
             raise ValueError(f"profile {cfg.profile} names no results folder: pass --out")
-        folder = out or results.results_dir() / cfg.many_results
+        folder = out or parts.committed_dir(cfg.many_results)
         print(f"many-chain runs (profile {cfg.profile}, {n_chains} chains) -> {folder}", flush=True)
         return many_chains.seed_study(
             cfg, tuple(seeds or cfg.many_seeds), n_chains, results_dir=folder,
-            cache_dir=True if cfg.cache else None, profile=cfg.profile, report=report,
+            cache_dir=cfg.cache, profile=cfg.profile, report=report,
         )  # fmt: skip
 
     return run_study(runs, "seeds")

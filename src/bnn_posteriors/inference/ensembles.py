@@ -171,9 +171,12 @@ def train_ensemble(
     xv, yv = check_xy(x_val, y_val, "train_ensemble (validation data)", widths[0])
     n_members = positive_int("n_members", n_members)
     learning_rate = positive("learning_rate", learning_rate, where="train_ensemble")
+    fixed_noise: float | None = None  # heteroscedastic members learn σ(x)
     if not heteroscedastic:
-        noise_scale = positive(
-            "noise_scale", 1.0 if noise_scale is None else noise_scale, where="train_ensemble"
+        fixed_noise = float(
+            positive(
+                "noise_scale", 1.0 if noise_scale is None else noise_scale, where="train_ensemble"
+            )
         )
     validate.non_negative("weight_decay", weight_decay, where="train_ensemble")
     run = _compiled_train(
@@ -184,7 +187,7 @@ def train_ensemble(
         positive_int("max_epochs", max_epochs),
         positive_int("batch_size", batch_size),
         positive_int("patience", patience),
-        None if heteroscedastic else float(noise_scale),
+        fixed_noise,
         activation,
         bool(heteroscedastic),
     )

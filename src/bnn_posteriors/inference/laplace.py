@@ -218,6 +218,7 @@ def laplace(
     x, y = check_data(x, y, likelihood, "laplace")
     if apply_fn is None:
         apply_fn = functools.partial(nets.mlp_apply, activation_name=activation)
+    model_fn: _FullModel | _LastLayerModel
     if subset == "full":
         theta, unravel = ravel_pytree(params)
         model_fn = _FullModel(apply_fn, unravel)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from pathlib import Path
 
 import blackjax
 import jax
@@ -130,7 +131,7 @@ def nuts(
     target_acceptance_rate: float = 0.8,
     max_num_doublings: int = 10,
     chunk_size: int | None = None,
-    cache_dir=None,
+    cache_dir: bool | Path | None = False,
     progress: bool = False,
 ):
     """NUTS by BlackJAX with per-chain window adaptation, chains in ``vmap``.
@@ -147,11 +148,13 @@ def nuts(
 
     Long runs: ``chunk_size`` draws the samples in chunks of that many steps after the
     adaptation (the same draws as one run: every draw has its own key), with a progress
-    bar (``progress``); with ``cache_dir`` (a directory, or True for the default one) the
+    bar (``progress``); with ``cache_dir`` (a directory, or True for the default one; False: none,
+    :func:`bnn_posteriors.store.cache.cache_location`) the
     adaptation and every chunk are units of :func:`bnn_posteriors.store.cache.cached` (version
     :data:`CACHE_VERSION`), so an interrupted run resumes at its last finished chunk.
     """
     _check_inputs("nuts", model_kwargs, num_chains, num_warmup, num_samples, 1)  # adaptation
+    directory = cache.cache_location(cache_dir)
     validate.positive_int("max_num_doublings", max_num_doublings, where="nuts")
     if chunk_size is not None:
         validate.positive_int("chunk_size", chunk_size, where="nuts")
@@ -177,19 +180,20 @@ def nuts(
     keys = jax.vmap(lambda k: jax.random.split(k, num_samples))(
         jax.random.split(key_sample, num_chains)
     )  # (chains, draws, key): one key per draw
-    if chunk_size is None and cache_dir is None:
+    if chunk_size is None and directory is None:
         return whole(keys_warm, keys, init_positions, arrays)
     return _nuts_in_chunks(
         adapt, sample, (keys_warm, keys, init_positions, arrays),
         dict(model=f"{model.__module__}.{model.__qualname__}", static=repr(static),
              num_warmup=num_warmup, target=float(target_acceptance_rate),
              max_num_doublings=max_num_doublings),
-        chunk_size or num_samples, cache_dir, progress,
+        chunk_size or num_samples, directory, progress,
     )  # fmt: skip
 
 
-def _nuts_in_chunks(adapt, sample, inputs, settings, chunk_size, cache_dir, progress):
-    """:func:`nuts` after the adaptation in chunks of draws, each optionally a cached unit."""
+def _nuts_in_chunks(adapt, sample, inputs, settings, chunk_size, directory, progress):
+    """:func:`nuts` after the adaptation in chunks of draws, each a cached unit in ``directory``
+    (None: not cached)."""
     from tqdm.auto import tqdm
 
     keys_warm, keys, positions, arrays = inputs
@@ -200,10 +204,9 @@ def _nuts_in_chunks(adapt, sample, inputs, settings, chunk_size, cache_dir, prog
         "positions": jax.tree.map(np.asarray, positions),
         "arrays": jax.tree.map(np.asarray, arrays),
     }
-    directory = None if cache_dir is True else cache_dir
 
     def unit(name, extra, compute):
-        if cache_dir is None:
+        if directory is None:
             return compute()
         return cache.cached(name, {**parts, **extra}, compute, directory, version=CACHE_VERSION)
 

@@ -66,7 +66,7 @@ def from_guide_params(params: dict) -> dict:
     n_layers = sum(1 for name in params if name[0] == "W" and name.endswith("_auto_loc"))
     if n_layers == 0:
         raise ValueError("params hold no guide parameters W0_auto_loc, W0_auto_scale, ...")
-    q = {"loc": [], "log_scale": []}
+    q: dict[str, list[dict]] = {"loc": [], "log_scale": []}
     for i in range(n_layers):
         names = [k for k in "Wb" if f"{k}{i}_auto_loc" in params]
         q["loc"].append({k: params[f"{k}{i}_auto_loc"] for k in names})
@@ -91,7 +91,7 @@ def sample_mean_field(rng_key, q: dict, num_samples: int):
 def log_q(q: dict, params) -> jax.Array:
     """log q(ω) of a mean-field Gaussian, summed over every parameter; ``params`` one ω."""
     terms = jax.tree.map(_normal_logpdf, params, q["loc"], q["log_scale"])
-    return sum(jnp.sum(t) for t in jax.tree.leaves(terms))
+    return jnp.asarray(sum(jnp.sum(t) for t in jax.tree.leaves(terms)))
 
 
 def predictive_outputs(rng_key, q: dict, x, num_samples: int = 100, *, activation: str = "relu"):
@@ -156,5 +156,6 @@ def _normal_logpdf(v, m, log_s):
 def _check_q(q) -> None:
     if not (isinstance(q, dict) and set(q) == {"loc", "log_scale"}):
         raise ValueError("q must be a dict with keys 'loc' and 'log_scale' (see init_mean_field)")
-    if jax.tree.structure(q["loc"]) != jax.tree.structure(q["log_scale"]):
+    # jaxlib 0.10 ships no type stub for its C++ PyTreeDef, so mypy cannot see its `!=`
+    if jax.tree.structure(q["loc"]) != jax.tree.structure(q["log_scale"]):  # type: ignore[operator]
         raise ValueError("q['loc'] and q['log_scale'] must have the same structure")

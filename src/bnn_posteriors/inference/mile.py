@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -176,11 +177,11 @@ def _flat_logdensity(x, y, prior_scale, widths, activation, heteroscedastic=Fals
     return logdensity
 
 
-def _per_chain(name, parts, compute, cache_dir):
-    """Per-chain units: compute (in one batch) only the chains not cached yet."""
-    if cache_dir is None:
+def _per_chain(name, parts, compute, directory):
+    """Per-chain units in ``directory`` (None: no cache): compute (in one batch) only the
+    chains not cached yet."""
+    if directory is None:
         return compute(list(range(len(parts))))
-    directory = None if cache_dir is True else cache_dir
     version = CACHE_VERSION
     missing = [
         i for i, p in enumerate(parts) if not cache.is_cached(name, p, directory, version=version)
@@ -215,7 +216,7 @@ def run_bde(
     devices=None,
     chunks: int = 20,
     progress: bool = False,
-    cache_dir=None,
+    cache_dir: bool | Path = False,
     heteroscedastic: bool = False,
 ):
     """Bayesian deep ensemble by MILE: one tuned MCLMC chain per warm start ([SAP] App. D.1).
@@ -227,11 +228,11 @@ def run_bde(
     the three phases of :mod:`bnn_posteriors.inference.mclmc`; then ``sampling_steps`` MCLMC
     steps of which every ``thinning``-th is kept. Full batch. Chains are sharded over ``devices``
     (default: all); ``chunks`` splits the tuning loop for the progress bar (``progress``,
-    to stderr). ``cache_dir``: None (no cache), True (the default cache directory) or a
-    directory: each chain's tuning and sampling is then a resumable unit (version
-    :data:`CACHE_VERSION`). ``heteroscedastic``: the two-output model of
-    :func:`log_density` (``widths`` = (d_in, hidden..., 2)); warm starts and samples then
-    have no ``log_sigma`` site.
+    to stderr). ``cache_dir``: False (no cache), True (the default cache directory) or a
+    directory (:func:`bnn_posteriors.store.cache.cache_location`): each chain's tuning and
+    sampling is then a resumable unit (version :data:`CACHE_VERSION`). ``heteroscedastic``:
+    the two-output model of :func:`log_density` (``widths`` = (d_in, hidden..., 2)); warm
+    starts and samples then have no ``log_sigma`` site.
 
     Returns a dict: ``samples`` (sites ``W{i}``, ``b{i}``, ``log_sigma`` with shape
     (chains, sampling_steps // thinning, ...)), ``logdensity`` (chains, samples),
@@ -239,6 +240,7 @@ def run_bde(
     samples): Var[ΔE]/d over each thinning window.
     """
     widths = nets.check_widths(widths)
+    directory = cache.cache_location(cache_dir)
     if heteroscedastic:
         models.regression_widths(widths, True)
     x, y = check_xy(x_train, y_train, "run_bde", widths[0])
@@ -280,7 +282,7 @@ def run_bde(
     }
     if heteroscedastic:  # only then: the keys of cached mean-regression units stay valid
         config["heteroscedastic"] = True
-    if cache_dir is None and not progress:
+    if directory is None and not progress:
         keys_s, _ = sharding.shard_chains(keys, mesh)
         z_s, _ = sharding.shard_chains(z0, mesh)
         scale, _ = sharding.scale_for(scale_all, np.arange(n_chains), mesh)
@@ -312,7 +314,7 @@ def run_bde(
             sharding.scale_for(scale_all, idx, mesh), tuning_steps, mesh, chunks, progress,
         )  # fmt: skip
 
-    tuned = _per_chain("mile-tune", tune_parts, compute_tuning, cache_dir)
+    tuned = _per_chain("mile-tune", tune_parts, compute_tuning, directory)
     sample_keys = jax.vmap(mclmc.chain_keys)(keys)[3]  # as mclmc.run_chain
     sample_parts = [
         {**p, "sampling_steps": sampling_steps, "thinning": thinning} for p in tune_parts
@@ -324,7 +326,7 @@ def run_bde(
             xr, yr, sharding.scale_for(scale_all, idx, mesh), n_kept, thinning, mesh, progress,
         )  # fmt: skip
 
-    drawn = _per_chain("mile-sample", sample_parts, compute_sampling, cache_dir)
+    drawn = _per_chain("mile-sample", sample_parts, compute_sampling, directory)
     z = jnp.stack([jnp.asarray(d["z"]) for d in drawn])
     samples = jax.vmap(jax.vmap(unravel))(z)
     return {

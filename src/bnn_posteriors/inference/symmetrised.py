@@ -337,9 +337,9 @@ def fit_mean_field(
             )
     elif positive_int("num_perms", num_perms, where=where) < 2:
         raise ValueError(f"num_perms (K) must be at least 2, got {num_perms}")
-    for name, v in (("learning_rate", learning_rate), ("prior_scale", prior_scale),
-                    ("noise_scale", noise_scale), ("init_scale", init_scale)):  # fmt: skip
-        validate.positive(name, v, where=where)
+    for name, scale in (("learning_rate", learning_rate), ("prior_scale", prior_scale),
+                        ("noise_scale", noise_scale), ("init_scale", init_scale)):  # fmt: skip
+        validate.positive(name, scale, where=where)
     x, y = map(jnp.asarray, validate.check_xy(x, y, where=where, ndim=(2,)))
     if likelihood == "categorical":
         y = y.astype(jnp.int32)

@@ -235,7 +235,7 @@ def kl_mean_field(params: dict, prior_scale: float = 1.0):
     """KL(q_θ‖P0) = Σ [log(s/σ) + (σ² + μ²)/(2s²) − 1/2] over all weights (P0 = N(0, s²))."""
     _check_params(params)
     positive("prior_scale", prior_scale, where="kl_mean_field")
-    total = 0.0
+    total: float | jax.Array = 0.0
     for site in SITES:
         mu, sd = params[f"{site}_loc"], params[f"{site}_scale"]
         total = total + jnp.sum(theory.gaussian_kl(mu, sd, prior_scale))

@@ -140,7 +140,7 @@ def dead_relu_start(params: list[dict], layer: int = 0, offset: float = 10.0, x=
     if not 0 <= layer < n_hidden:
         raise ValueError(f"layer must index a hidden layer in [0, {n_hidden - 1}], got {layer}")
     new = [dict(p) for p in params]
-    shift = 0.0
+    shift: float | jax.Array = 0.0
     if x is not None:
         h = jnp.asarray(x)
         for p in params[:layer]:

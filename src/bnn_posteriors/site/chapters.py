@@ -15,6 +15,7 @@ from pathlib import Path
 
 import yaml
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 from myst_parser.mdit_to_docutils.base import default_slugify
 
 from bnn_posteriors.claims import checking as claims
@@ -86,6 +87,14 @@ def _body(text: str) -> str:
     return text
 
 
+def _source_lines(tok: Token) -> tuple[int, int]:
+    """The source lines ``[start, end)`` of a block token (markdown-it maps every block)."""
+    if tok.map is None:
+        raise ValueError(f"markdown-it gave the {tok.type} token no source lines")
+    start, end = tok.map
+    return start, end
+
+
 def sections(path: Path | str) -> list[Section]:
     """The headings of a MyST file in order (headings inside code cells are not headings).
 
@@ -95,7 +104,7 @@ def sections(path: Path | str) -> list[Section]:
     lines = _body(Path(path).read_text(encoding="utf-8")).splitlines()
     tokens = MarkdownIt("commonmark").parse("\n".join(lines))
     heads = [
-        (int(tok.tag[1]), tokens[i + 1].content, tok.map)
+        (int(tok.tag[1]), tokens[i + 1].content, _source_lines(tok))
         for i, tok in enumerate(tokens)
         if tok.type == "heading_open"
     ]
@@ -150,7 +159,7 @@ def reproduction_notes(path: Path | str) -> list[Note]:
         elif tok.type == "bullet_list_close":
             depth -= 1
         elif tok.type == "list_item_open" and depth == 1:
-            start, end = tok.map
+            start, end = _source_lines(tok)
             text = " ".join(line.strip() for line in lines[start:end]).removeprefix("- ")
             lead = _LEAD.match(text)
             if lead is None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import matplotlib as mpl
 import numpy as np
+from matplotlib.rcsetup import cycler  # what `mpl.cycler` names: a cycler with validated keys
+from matplotlib.typing import RcKeyType
 
 # Okabe & Ito (2008), safe for the common colour-vision deficiencies.
 OKABE_ITO = (
@@ -19,13 +22,13 @@ OKABE_ITO = (
     "#000000",  # black
 )
 
-STYLE = {
+STYLE: dict[RcKeyType, Any] = {
     "figure.figsize": (7.0, 3.6),
     "figure.dpi": 110,
     "figure.constrained_layout.use": True,
     "savefig.dpi": 150,
     "savefig.bbox": "tight",
-    "axes.prop_cycle": mpl.cycler(color=OKABE_ITO),
+    "axes.prop_cycle": cycler(color=OKABE_ITO),
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.grid": True,

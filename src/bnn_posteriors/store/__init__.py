@@ -1,2 +1,2 @@
-"""Storage: the resumable unit cache, committed full-profile results, provenance and the one
-JSON conversion."""
+"""Storage: the resumable unit cache, the part store of resumable studies, committed
+full-profile results, provenance and the one JSON conversion."""

@@ -21,7 +21,9 @@ unit. A caller that names no version (``version=None``) falls back to
 edit of the package recomputes its units.
 
 The cache lives in ``$BNN_CACHE_DIR`` if set, else in ``_build/cache`` of the
-repository (or ``~/.cache/bnn_posteriors`` outside a checkout).
+repository (or ``~/.cache/bnn_posteriors`` outside a checkout). A long run takes a ``cache``
+argument (``True``: that folder, a path: another, ``False``: none), decoded by
+:func:`cache_location`.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from bnn_posteriors.store.provenance import repo_root
+
 CACHE_ENV = "BNN_CACHE_DIR"
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
@@ -54,10 +58,29 @@ def cache_dir() -> Path:
     env = os.environ.get(CACHE_ENV, "").strip()
     if env:
         return Path(env).expanduser()
-    root = _PACKAGE_DIR.parent.parent
-    if (root / "pyproject.toml").exists():
+    root = repo_root()
+    if root is not None:
         return root / "_build" / "cache"
     return Path.home() / ".cache" / "bnn_posteriors"
+
+
+def cache_location(cache: bool | Path | str | None) -> Path | None:
+    """The folder a long run's ``cache`` argument names, or None for no cache.
+
+    ``True``: the default folder (:func:`cache_dir`); a path: that folder; ``False`` (or
+    None, the older spelling): no cache, the run computes everything in one go. The one
+    decoding of that argument for every resumable computation. ``TypeError`` for anything
+    else, ``ValueError`` for an empty path.
+    """
+    if cache is None or cache is False:
+        return None
+    if cache is True:
+        return cache_dir()
+    if isinstance(cache, str | os.PathLike):
+        if not str(cache).strip():
+            raise ValueError("cache must be True, False or a folder, got an empty path")
+        return Path(cache).expanduser()
+    raise TypeError(f"cache must be True, False or a folder (a Path), got {type(cache).__name__}")
 
 
 @_memoize

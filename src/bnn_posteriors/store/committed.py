@@ -16,7 +16,7 @@ from pathlib import Path
 from bnn_posteriors.store import provenance as _provenance
 from bnn_posteriors.store.provenance import provenance, repo_root
 
-__all__ = ["plain", "provenance", "read_if_settings", "read_json", "results_dir", "write_json"]
+__all__ = ["plain", "provenance", "read_json", "results_dir", "write_json"]
 
 
 def results_dir() -> Path:
@@ -33,14 +33,21 @@ def plain(tree):
 
 
 def write_json(path: Path | str, payload: Mapping, *, profile: str) -> Path:
-    """Write ``payload`` with ``profile`` and :func:`provenance` to ``path`` atomically.
+    """Write ``payload`` with ``profile`` and :func:`provenance` to ``path`` atomically
+    (indent 1, through a temporary file beside it).
 
     Arrays become lists (NaN stays NaN, as Python's json writes it). Returns the path.
     """
     if not isinstance(payload, Mapping):
         raise TypeError(f"payload must be a mapping, got {type(payload).__name__}")
     record = {**payload, "profile": profile, "provenance": provenance()}
-    return _provenance.write_json(path, record)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    text = json.dumps(plain(record), indent=1, allow_nan=True) + "\n"
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path
 
 
 def read_json(path: Path | str) -> dict:
@@ -52,16 +59,3 @@ def read_json(path: Path | str) -> dict:
     if not isinstance(record, dict) or "provenance" not in record:
         raise ValueError(f"{path} is not a result file with provenance")
     return record
-
-
-def read_if_settings(path: Path | str, settings: Mapping) -> dict | None:
-    """The result file at ``path`` if it exists and holds exactly ``settings``, else None.
-
-    A study that outlasts one session writes each finished part with the settings that
-    decide it; a later run reads a part back only when nothing that decides it changed.
-    """
-    path = Path(path)
-    if not path.exists():
-        return None
-    record = read_json(path)
-    return record if record.get("settings") == settings else None

@@ -4,8 +4,8 @@
 CPU count, date, Python, package versions, JAX devices); :func:`git_commit`, :func:`host` and
 :func:`versions` are its parts, which a claim record stores flat. :func:`to_json` turns a
 pytree of arrays and scalars into plain JSON values, exactly (``significant=None``) or
-rounded to a number of significant digits with non-finite floats as strings (claim records).
-:func:`write_json` writes such a tree atomically.
+rounded to a number of significant digits with non-finite floats as strings (claim records);
+:func:`bnn_posteriors.store.committed.write_json` writes such a tree atomically.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import importlib.metadata
-import json
 import math
 import os
 import platform
@@ -137,14 +136,3 @@ def _round(x: float, significant: int) -> float | str:
     if math.isinf(x):
         return "Infinity" if x > 0 else "-Infinity"
     return float(f"{x:.{significant}g}")
-
-
-def write_json(path: Path | str, tree: Any) -> Path:
-    """Write :func:`to_json` of ``tree`` to ``path`` atomically (indent 1); returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    text = json.dumps(to_json(tree), indent=1, allow_nan=True) + "\n"
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path

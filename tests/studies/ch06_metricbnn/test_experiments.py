@@ -103,6 +103,10 @@ def test_snelson_repeats_fold_in_the_index_and_resume_from_the_cache(tmp_path, m
     # a second run reads every repeat from disk: nothing is computed
     monkeypatch.setattr(mbx, "snelson_repeat", lambda *a, **k: pytest.fail("recomputed"))
     assert mbx.snelson_repeats(KEY, problem, [2, 5], cache_dir=tmp_path, **settings) == cached
+    monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path))  # True: the default cache folder
+    assert mbx.snelson_repeats(KEY, problem, [2, 5], cache_dir=True, **settings) == cached
+    with pytest.raises(pytest.fail.Exception, match="recomputed"):  # False: no cache
+        mbx.snelson_repeats(KEY, problem, [2], cache_dir=False, **settings)
     # other settings are other units
     for other in ({"map_steps": 21}, {"walk_fn": partial(WALK, ae_updates=21)}):
         with pytest.raises(pytest.fail.Exception, match="recomputed"):

@@ -79,12 +79,13 @@ def fake_split(name, seed, n_max=None):
 
 def test_seed_runs_are_written_read_back_and_committed_only_when_all_are_in(tmp_path, monkeypatch):
     monkeypatch.setattr(many_chains.data, "load_split", fake_split)
-    monkeypatch.setattr(many_chains.results, "results_dir", lambda: tmp_path)
+    monkeypatch.setattr(many_chains.parts, "results_dir", lambda: tmp_path)
     cfg = tiny_cfg("many")
     s = many_chains.seed_settings(cfg, 1, 12)
     assert s["seed"] == 1 and s["n_chains"] == 12 and s["hidden"] == [3, 3, 3]
     assert s["version"].startswith(many_chains.SEED_VERSION)
-    assert many_chains.seed_path(tmp_path, s).name == "seed1_chains12.json"
+    assert many_chains.seed_name(s) == "seed1_chains12"
+    assert many_chains.seed_path(tmp_path, s) == tmp_path / "seed1_chains12.json"
     with pytest.raises(ValueError, match="n_chains"):
         many_chains.seed_settings(cfg, 1, 0)
     assert many_chains.committed_seeds(cfg, 12) is None

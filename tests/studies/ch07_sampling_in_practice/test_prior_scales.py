@@ -54,6 +54,8 @@ def test_committed_cells_are_read_back_and_other_settings_recomputed(tmp_path, m
                                     profile="full", **TINY)  # fmt: skip
     files = sorted(p.name for p in tmp_path.glob("*.json"))
     assert files == ["energy_depth1_seed1.json", "energy_depth2_seed1.json"]
+    assert [study.cell_name(c["settings"]) for c in first] == [f[:-5] for f in files]
+    assert study.cell_path(tmp_path, first[0]["settings"]) == tmp_path / files[0]
     record = json.loads((tmp_path / files[0]).read_text())
     assert record["profile"] == "full" and "commit" in record["provenance"]
     again = study.prior_scale_study(1, ("energy",), (1, 2), (1.0,), results_dir=tmp_path, **TINY)

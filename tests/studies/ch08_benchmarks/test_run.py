@@ -227,6 +227,14 @@ def test_run_table_writes_and_reads_results(fake_data, monkeypatch):
     assert "commit" in record["provenance"]
     back = benchmark.read_results(out)
     assert [r["metrics"] for r in back] == [r["metrics"] for r in rows]
+    # skip_existing: the parts with these settings are read from their files, not rewritten
+    path = benchmark.result_path(out, "airfoil", 2, "mfvi")
+    stamp = path.stat().st_mtime_ns
+    monkeypatch.setitem(benchmark._COMPUTE, "mfvi", lambda *a: pytest.fail("recomputed"))
+    again = benchmark.run_table(CFG, splits=(1, 2), units=("mfvi",), results_dir=out,
+                                progress=False, skip_existing=True)  # fmt: skip
+    assert all(r["cached"] for r in again) and path.stat().st_mtime_ns == stamp
+    assert [r["metrics"] for r in again] == [r["metrics"] for r in rows]
     with pytest.raises(ValueError, match="unknown unit"):
         benchmark.run_table(CFG, units=("nuts",), progress=False)
 

@@ -9,6 +9,7 @@ generate is :mod:`.permutations`; which priors keep these symmetries is :mod:`.p
 from __future__ import annotations
 
 import operator
+from typing import overload
 
 import jax.numpy as jnp
 import numpy as np
@@ -25,6 +26,10 @@ def _index(name: str, value, size: int, what: str) -> int:
     return value
 
 
+@overload
+def _hidden_index(params, layer: int, neuron: None = None) -> tuple[int, None]: ...
+@overload
+def _hidden_index(params, layer: int, neuron: int) -> tuple[int, int]: ...
 def _hidden_index(params, layer: int, neuron: int | None = None) -> tuple[int, int | None]:
     """Validate a hidden-layer index (and optionally a neuron index in that layer)."""
     n_hidden = len(params) - 1

@@ -263,7 +263,7 @@ def adjusted_prior_scan(
     scan = {}
     for j, tau2 in enumerate(tau2s):
         tau = float(np.sqrt(tau2))
-        runs = {"plain": [], "adjusted": [], "theta0": [], "loc": [], "scale": []}
+        runs: dict[str, list] = {"plain": [], "adjusted": [], "theta0": [], "loc": [], "scale": []}
         for i in range(num_seeds):
             key = jax.random.fold_in(jax.random.fold_in(rng_key, j), i)
             k_loc, k_u, k_fit = jax.random.split(key, 3)

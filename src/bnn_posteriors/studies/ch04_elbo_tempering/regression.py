@@ -102,8 +102,8 @@ def regression_sets(splits: dict) -> dict:
     d_max = max(d_in.values())
     sets = {}
     for (name, r), sp in splits.items():
-        x_test, y_test = held_out(name, sp)
-        y_test = jnp.asarray(y_test, jnp.float32)
+        x_test, y_held_out = held_out(name, sp)
+        y_test = jnp.asarray(y_held_out, jnp.float32)
         sets[name, r] = {
             "x": pad_inputs(sp.x_train, d_max), "y": jnp.asarray(sp.y_train, jnp.float32),
             "x_test": pad_inputs(x_test, d_max), "y_test": y_test, "p": len(sp.y_train),

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -146,20 +147,21 @@ def snelson_repeat(
 SNELSON_VERSION = "snelson-repeat-1"  # bump when a repeat's result can change (cache rule)
 
 
-def snelson_repeats(rng_key, problem: GapRegression, repeats: Sequence[int], *, cache_dir=None,
-                    **repeat_kw) -> list[dict]:  # fmt: skip
+def snelson_repeats(rng_key, problem: GapRegression, repeats: Sequence[int], *,
+                    cache_dir: bool | Path = False, **repeat_kw) -> list[dict]:  # fmt: skip
     """:func:`snelson_repeat` for each r in ``repeats`` with the key ``fold_in(rng_key, r)``.
 
     ``repeat_kw``: its settings (``walk_fn`` a partial of
     :func:`~bnn_posteriors.inference.metricbnn.walk_and_embed`, ``widths``, ...).
-    ``cache_dir`` (a folder, or True for the default of :mod:`bnn_posteriors.store.cache`): each
+    ``cache_dir`` (a folder, True for the default of :mod:`bnn_posteriors.store.cache`, False for
+    none: :func:`~bnn_posteriors.store.cache.cache_location`): each
     repeat is a resumable unit, keyed on its key, the problem's data, its network and the
     settings, so an interrupted run keeps its finished repeats; a progress bar on stderr
     counts them (only then). Returns the metric dicts in the order of ``repeats``.
     """
     from tqdm.auto import tqdm
 
-    directory = None if cache_dir is True else cache_dir
+    directory = cache.cache_location(cache_dir)
     problem_parts = dict(x=np.asarray(problem.x), y=np.asarray(problem.y),
                          x_gap=np.asarray(problem.x_gap), y_gap=np.asarray(problem.y_gap),
                          noise_scale=float(problem.noise_scale),
@@ -167,14 +169,14 @@ def snelson_repeats(rng_key, problem: GapRegression, repeats: Sequence[int], *, 
     settings = {k: cache.function_name(v) if callable(v) else v for k, v in repeat_kw.items()}
     out = []
     bar = tqdm(list(repeats), desc="Snelson MAPs", unit="MAP", file=sys.stderr,
-               disable=cache_dir is None)  # fmt: skip
+               disable=directory is None)  # fmt: skip
     for r in bar:
         key = jax.random.fold_in(rng_key, r)
 
         def compute(key=key):
             return snelson_repeat(key, problem, **repeat_kw)
 
-        if cache_dir is None:
+        if directory is None:
             out.append(compute())
             continue
         parts = dict(key=cache.key_data(key), problem=problem_parts, settings=settings)

@@ -19,8 +19,7 @@ import numpy as np
 from bnn_posteriors.data import loaders as data
 from bnn_posteriors.evaluation import diagnostics, metrics
 from bnn_posteriors.inference import ensembles, mile
-from bnn_posteriors.store import committed as results
-from bnn_posteriors.store import provenance
+from bnn_posteriors.store import parts, provenance
 from bnn_posteriors.studies.ch07_sampling_in_practice.permuted_starts import ensemble_settings
 from bnn_posteriors.util.validate import positive_int
 
@@ -118,7 +117,7 @@ def seed_settings(cfg, seed: int, n_chains: int) -> dict:
     })  # fmt: skip
 
 
-def seed_run(settings: dict, *, cache_dir=None) -> dict:
+def seed_run(settings: dict, *, cache_dir: bool | Path = False) -> dict:
     """Chapter 7's many-chain run under ``settings["seed"]`` with the chapter's keys and streams.
 
     The ensemble and the chains take the fourth and fifth of six keys split from
@@ -153,27 +152,29 @@ def seed_run(settings: dict, *, cache_dir=None) -> dict:
     }
 
 
+def seed_name(settings: dict) -> str:
+    """Name of one seed's part: ``seed<seed>_chains<n_chains>``."""
+    return f"seed{settings['seed']}_chains{settings['n_chains']}"
+
+
 def seed_path(directory: Path | str, settings: dict) -> Path:
     """File of one seed's run: ``<directory>/seed<seed>_chains<n_chains>.json``."""
-    return Path(directory) / f"seed{settings['seed']}_chains{settings['n_chains']}.json"
+    return parts.part_path(directory, seed_name(settings))
 
 
-def seed_study(cfg, seeds: Sequence[int], n_chains: int, *, results_dir=None, cache_dir=None,
-               profile: str | None = None, report=None) -> list[dict]:  # fmt: skip
+def seed_study(cfg, seeds: Sequence[int], n_chains: int, *, results_dir=None,
+               cache_dir: bool | Path = False, profile: str | None = None,
+               report=None) -> list[dict]:  # fmt: skip
     """:func:`seed_run` for every seed; with ``results_dir`` each run is written there as soon
     as it is done and read back by a later call with the same settings (``"read": True``).
     ``report`` is called with each run (a progress line)."""
     out = []
     for seed in seeds:
         s = seed_settings(cfg, seed, n_chains)
-        path = None if results_dir is None else seed_path(results_dir, s)
-        old = None if path is None else results.read_if_settings(path, s)
-        run = {**old, "read": True} if old is not None else None
-        if run is None:
-            run = {**seed_run(s, cache_dir=cache_dir), "read": False}
-            if path is not None:
-                results.write_json(path, {k: v for k, v in run.items() if k != "read"},
-                                   profile=profile)  # fmt: skip
+        run = parts.resumed_part(
+            None if results_dir is None else seed_path(results_dir, s), s,
+            lambda s=s: seed_run(s, cache_dir=cache_dir), profile=profile,
+        )  # fmt: skip
         if report is not None:
             report(run)
         out.append(run)
@@ -183,14 +184,7 @@ def seed_study(cfg, seeds: Sequence[int], n_chains: int, *, results_dir=None, ca
 def committed_seeds(cfg, n_chains: int) -> list[dict] | None:
     """The committed runs of the seeds ``cfg.many_seeds`` (the chapter's full settings) with
     ``n_chains`` chains under ``results/<many_results>``; None unless all are there."""
-    if cfg.many_results is None:
-        return None
-    directory = results.results_dir() / cfg.many_results
-    runs = []
-    for seed in cfg.many_seeds:
-        s = seed_settings(cfg, seed, n_chains)
-        run = results.read_if_settings(seed_path(directory, s), s)
-        if run is None:
-            return None
-        runs.append(run)
-    return runs
+    settings = [seed_settings(cfg, seed, n_chains) for seed in cfg.many_seeds]
+    return parts.committed_parts(
+        parts.committed_dir(cfg.many_results), {seed_name(s): s for s in settings}
+    )

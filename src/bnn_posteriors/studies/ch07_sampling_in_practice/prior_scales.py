@@ -26,8 +26,7 @@ import numpy as np
 from bnn_posteriors.data import loaders as data
 from bnn_posteriors.evaluation import diagnostics, metrics
 from bnn_posteriors.inference import ensembles, mile
-from bnn_posteriors.store import committed as results
-from bnn_posteriors.store import provenance
+from bnn_posteriors.store import parts, provenance
 from bnn_posteriors.studies.ch07_sampling_in_practice.permuted_starts import ensemble_settings
 from bnn_posteriors.util.validate import positive_int
 
@@ -82,7 +81,9 @@ def cell_settings(
     )
 
 
-def prior_scale_cell(settings: dict, *, cache_dir=None, progress: bool = False) -> dict:
+def prior_scale_cell(
+    settings: dict, *, cache_dir: bool | Path = False, progress: bool = False
+) -> dict:
     """Test LPPD and RMSE of MILE with prior N(0, s²) for every s of the cell's grid.
 
     ``settings`` from :func:`cell_settings`. The ensemble of ``n_chains`` members uses
@@ -125,10 +126,14 @@ def prior_scale_cell(settings: dict, *, cache_dir=None, progress: bool = False) 
     }
 
 
+def cell_name(settings: dict) -> str:
+    """Name of one cell's part: ``<dataset>_depth<depth>_seed<seed>``."""
+    return f"{settings['dataset']}_depth{settings['depth']}_seed{settings['seed']}"
+
+
 def cell_path(directory: Path | str, settings: dict) -> Path:
     """File of one cell's result: ``<directory>/<dataset>_depth<depth>_seed<seed>.json``."""
-    s = settings
-    return Path(directory) / f"{s['dataset']}_depth{s['depth']}_seed{s['seed']}.json"
+    return parts.part_path(directory, cell_name(settings))
 
 
 def chapter_arguments(cfg) -> dict:
@@ -161,20 +166,14 @@ def committed_cells(cfg) -> list[dict] | None:
     if directory is None:
         return None
     seed, datasets, depths, grid = (args.pop(k) for k in ("seed", "datasets", "depths", "grid"))
-    cells = []
-    for name in datasets:
-        for depth in depths:
-            s = cell_settings(seed, name, depth, grid, **args)
-            cell = results.read_if_settings(cell_path(directory, s), s)
-            if cell is None:
-                return None
-            cells.append({**cell, "read": True})
-    return cells
+    settings = [cell_settings(seed, n, d, grid, **args) for n in datasets for d in depths]
+    cells = parts.committed_parts(directory, {cell_name(s): s for s in settings})
+    return None if cells is None else [{**cell, "read": True} for cell in cells]
 
 
 def chapter_results_dir(cfg) -> Path | None:
     """Folder of the committed cells of the profile (``prior_results`` under ``results/``)."""
-    return None if cfg.prior_results is None else results.results_dir() / cfg.prior_results
+    return parts.committed_dir(cfg.prior_results)
 
 
 def prior_scale_study(
@@ -183,7 +182,7 @@ def prior_scale_study(
     depths: Sequence[int],
     grid: Sequence[float],
     *,
-    cache_dir=None,
+    cache_dir: bool | Path = False,
     results_dir: Path | str | None = None,
     profile: str | None = None,
     progress: bool = False,
@@ -203,17 +202,11 @@ def prior_scale_study(
     for name in datasets:
         for depth in depths:
             s = cell_settings(seed, name, depth, grid, **settings)
-            path = None if results_dir is None else cell_path(results_dir, s)
-            old = None if path is None else results.read_if_settings(path, s)
-            cell = None if old is None else {**old, "read": True}
-            if cell is None:
-                cell = {
-                    **prior_scale_cell(s, cache_dir=cache_dir, progress=progress),
-                    "read": False,
-                }
-                if path is not None:
-                    payload = {k: v for k, v in cell.items() if k != "read"}
-                    results.write_json(path, payload, profile=profile)
+            cell = parts.resumed_part(
+                None if results_dir is None else cell_path(results_dir, s), s,
+                lambda s=s: prior_scale_cell(s, cache_dir=cache_dir, progress=progress),
+                profile=profile,
+            )  # fmt: skip
             if report is not None:
                 report(cell)
             cells.append(cell)

@@ -27,7 +27,6 @@ reference, :mod:`bnn_posteriors.studies.ch08_benchmarks.report`.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -40,8 +39,7 @@ import numpy as np
 from bnn_posteriors.claims import paper_numbers as references
 from bnn_posteriors.data import loaders as data
 from bnn_posteriors.evaluation import metrics
-from bnn_posteriors.store import cache, provenance
-from bnn_posteriors.store import committed as results
+from bnn_posteriors.store import cache, parts, provenance
 from bnn_posteriors.studies.ch08_benchmarks.scores import (  # the scores of one predictive
     authors_columns,
     authors_lppd,
@@ -51,12 +49,14 @@ from bnn_posteriors.studies.ch08_benchmarks.scores import (  # the scores of one
 )
 
 __all__ = [
-    "DATASETS", "METHODS", "METHOD_LABELS", "METHODS_OF_UNIT", "REFERENCE", "UNITS", "UNIT_KEYS",
+    "DATASETS", "METHODS", "METHOD_LABELS", "METHODS_OF_UNIT", "REFERENCE", "RESULTS", "UNITS",
+    "UNIT_KEYS",
     "authors_columns", "authors_lppd", "fit_noise", "gaussian_scores", "mixture_scores",
     "read_results", "result_path", "run_table", "run_unit", "unit_parts", "write_result",
 ]  # fmt: skip
 
 DATASETS = ("airfoil", "bikesharing", "concrete", "energy")
+RESULTS = "ch8_benchmark"  # the folder of the committed full-profile units under results/
 UNITS = ("laplace", "mfvi", "mile")
 # Version of each unit's computation, part of its cache key: bump it when the unit's
 # numbers change (its code or anything it calls), not for unrelated edits.
@@ -194,7 +194,9 @@ def _mfvi_unit(key, split: data.Split, s: Mapping) -> dict:
     return {"mfvi": scores}
 
 
-def _mile_unit(key, split: data.Split, s: Mapping, progress: bool = False, cache_dir=True) -> dict:
+def _mile_unit(
+    key, split: data.Split, s: Mapping, progress: bool = False, cache_dir: bool | Path = True
+) -> dict:
     """DE, BDE(1) and BDE(10) of one split. With ``s["mile_resumable"]`` MILE runs chunked,
     with a progress bar (``progress``) and each chain's tuning and sampling cached in
     ``cache_dir`` (the same chains as the one-program run, up to round-off)."""
@@ -301,22 +303,22 @@ def run_unit(
 
 def result_path(directory: Path | str, dataset: str, split: int, unit: str) -> Path:
     """File of one unit's result: ``<directory>/<dataset>_split<split>_<unit>.json``."""
-    return Path(directory) / f"{dataset}_split{split}_{unit}.json"
+    return parts.part_path(directory, f"{dataset}_split{split}_{unit}")
 
 
 def write_result(row: Mapping, directory: Path | str, profile: str | None = None) -> Path:
-    """Write one unit's result with provenance as a small JSON file; returns its path."""
+    """Write one unit's result (a part of the table, with its ``settings``) with provenance as
+    a small JSON file; returns its path."""
     path = result_path(directory, row["dataset"], row["split"], row["unit"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return results.write_json(path, {k: v for k, v in row.items() if k != "cached"},
-                              profile=profile)  # fmt: skip
+    payload = {k: v for k, v in row.items() if k != "cached"}
+    return parts.write_part(path, payload, row.get("settings"), profile=profile)
 
 
 def read_results(directory: Path | str) -> list[dict]:
     """All unit results (``*.json``) of ``directory``, sorted by data set, split and unit."""
     rows = []
     for path in sorted(Path(directory).glob("*_split*_*.json")):
-        row = json.loads(path.read_text())
+        row = parts.read_part(path)
         missing = {"dataset", "split", "unit", "metrics", "wall_s"} - set(row)
         if missing:
             raise ValueError(f"{path} is not a benchmark unit result: it lacks {sorted(missing)}")
@@ -361,15 +363,14 @@ def run_table(
     with bar:
         for dataset, split, unit in jobs:
             bar.set_description(f"{dataset} split {split} {unit}")
-            row = None
             path = None if results_dir is None else result_path(results_dir, dataset, split, unit)
-            if skip_existing and path is not None:
-                old = results.read_if_settings(path, unit_parts(dataset, split, unit, cfg))
-                row = None if old is None else {**old, "cached": True}
-            if row is None:
-                row = run_unit(dataset, split, unit, cfg, directory=directory, progress=progress)
-                if results_dir is not None:
-                    write_result(row, results_dir, cfg.get("profile"))
+            row = parts.resumed_part(
+                path, unit_parts(dataset, split, unit, cfg),
+                lambda d=dataset, s=split, u=unit: run_unit(
+                    d, s, u, cfg, directory=directory, progress=progress
+                ),
+                profile=cfg.get("profile"), reuse=skip_existing, mark="cached",
+            )  # fmt: skip
             rows.append(row)
             bar.set_postfix(last=f"{row['wall_s']:.0f}s{' (cached)' if row['cached'] else ''}")
             bar.update()
