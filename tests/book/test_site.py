@@ -3,8 +3,9 @@
 For every page of ``_toc.yml``: every local resource answers 200, nothing is loaded from
 another host (the site must read offline), every image loads, the browser console has no
 errors, the equations are typeset by the MathJax shipped with the site, every figure
-caption has its image (no figure shows as the text ``<Figure size …>``), and each chapter
-shows its claims admonition. A full-page screenshot of each page is saved under
+caption has its image (no figure shows as the text ``<Figure size …>``), no code block or
+table is wider than the page at a 1 280 px window (code wraps, see ``book/_static/``), and
+each chapter shows its claims admonition. A full-page screenshot of each page is saved under
 ``_build/screenshots/``.
 
 The book is built first (``jupyter-book build . --warningiserror --keep-going``), unless
@@ -106,6 +107,28 @@ if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
 """
 
 
+# code blocks and tables whose content is wider than their box (+1 px for rounding); a
+# table is measured against its own box and against the box around it (the theme's
+# scrolling container), since a too-wide table makes the container scroll
+_WIDER_THAN_THE_PAGE = """
+const wide = (el) => el.scrollWidth > el.clientWidth + 1;
+const found = [];
+for (const el of document.querySelectorAll("main div.cell_input pre, main div.highlight pre")) {
+  if (wide(el)) {
+    found.push(`code ${el.scrollWidth} > ${el.clientWidth} px: ${el.textContent.slice(0, 60)}`);
+  }
+}
+for (const el of document.querySelectorAll("main table")) {
+  const box = el.parentElement;
+  if (wide(el) || wide(box)) {
+    found.push(`table ${Math.max(el.scrollWidth, box.scrollWidth)} > ${box.clientWidth} px: `
+      + el.textContent.trim().slice(0, 60));
+  }
+}
+return found;
+"""
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_page_renders_for_a_reader(page, site, browser):
     base, log = site
@@ -169,6 +192,10 @@ def test_page_renders_for_a_reader(page, site, browser):
         f"{page}: figure captions without an image: {captions_without_image}"
     )
 
+    # nothing scrolls sideways at a 1 280 px window: code wraps, tables fit the page
+    wide = browser.execute_script(_WIDER_THAN_THE_PAGE)
+    assert not wide, f"{page}: code or tables wider than the page at 1280 px: {wide}"
+
     if Path(page).name[:2].isdigit():  # a chapter: its claims admonition
         titles = browser.execute_script(
             "return Array.from(document.querySelectorAll('.admonition .admonition-title'))"
@@ -195,8 +222,8 @@ def test_scorecard_lists_every_claim_with_a_status(site, browser):
     assert ids == [c["id"] for c in claims.catalogue()]
     quick, full = header.index("quick"), header.index("full")  # the status columns
     statuses = {row[quick] for row in rows} | {row[full] for row in rows}
-    stale = " (stale)"  # a record checked before its claim's lock changed
-    marks = {"✓ reproduced", "✗ not reproduced", "? inconclusive", "—"}
+    stale = "\u00a0(stale)"  # a record checked before its claim's lock changed
+    marks = {"✓", "✗", "?", "—"}  # reproduced, not reproduced, inconclusive, not yet run
     assert {s.removesuffix(stale) for s in statuses} <= marks, statuses
     # every claim that a chapter checks links to an existing section of that chapter
     links = browser.execute_script(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from bnn_posteriors.claims import checking as claims
 from bnn_posteriors.claims import scorecard
 
@@ -107,7 +109,8 @@ def test_an_inconclusive_finding_says_why_and_what_would_decide_it():
     row = next(r for r in rows if r["id"] == "C2.2")
     assert row["quick"]["words"].startswith("the chains did not mix, so the check cannot decide")
     assert "longer chains" in row["quick"]["words"]
-    assert "? inconclusive" in scorecard.scorecard_markdown(rows)
+    line = next(x for x in scorecard.scorecard_markdown(rows).splitlines() if "| C2.2 |" in x)
+    assert line.split(" | ")[2] == "?"  # the quick column
     table = scorecard.not_reproduced_markdown(rows)
     assert "| C2.2 |" in table and "the chains did not mix" in table
 
@@ -117,15 +120,44 @@ def test_scorecard_markdown_has_a_row_per_claim():
     records = [record("C1.2", "quick", "reproduced", "2025-01-03T00:00:00+00:00", long_value)]
     text = scorecard.scorecard_markdown(scorecard.scorecard(records, links={}))
     lines = text.strip().splitlines()
-    assert lines[0] == "| Claim | What | quick | full | seeds at the lock |"
+    assert lines[0] == "| Claim | What | quick | full | seeds |"
     body = lines[2:]
     assert len(body) == len(claims.catalogue())
     for line, claim in zip(body, claims.catalogue(), strict=True):
         assert line.startswith(f"| {claim['id']} |")
         assert line.count(" | ") == 4
     row = next(line for line in body if line.startswith("| C1.2 |"))
-    assert "✓ reproduced" in row
-    assert max(len(line) for line in body) < 130  # one compact line per claim
+    assert row.split(" | ")[2] == "✓"
+    # one compact line per claim: a short title, one mark per status, few seed characters
+    assert max(len(line) for line in body) < 80
+    assert all(len(line.split(" | ")[1]) <= scorecard.TITLE_WIDTH for line in body)
+
+
+def test_the_scorecard_fits_a_page_with_every_status_and_seed_count():
+    """The widest cells a row can have: a long title, stale statuses, every seed count."""
+    from bnn_posteriors.claims import sweep
+
+    lock = next(c["locked"] for c in claims.catalogue() if c["id"] == "C1.2")
+    other = "reproduced" if lock == "not reproduced" else "not reproduced"
+    stale = {**record("C1.2", "full", other, "2025-01-01T00:00:00+00:00"), "locked": other}
+    seeds = {"C1.2": sweep.STALE, "C1.1": sweep.COMMITTED, "C1.3": "12 of 20"}
+    rows = scorecard.scorecard([stale], links={}, seed_counts=seeds)
+    text = scorecard.scorecard_markdown(rows)
+    by_id = {line.split(" | ")[0][2:]: line.split(" | ") for line in text.splitlines()[2:]}
+    assert by_id["C1.2"][3] == "✗\u00a0(stale)" and by_id["C1.2"][4] == "stale |"
+    assert by_id["C1.1"][4] == "committed |" and by_id["C1.3"][4] == "12/20 |"
+    assert max(len(line) for line in text.splitlines()[2:]) < 80
+
+
+def test_seeds_cell_shortens_the_seed_counts():
+    from bnn_posteriors.claims import sweep
+
+    assert scorecard.seeds_cell("4 of 5") == "4/5"
+    assert scorecard.seeds_cell(sweep.COMMITTED) == "committed"
+    assert scorecard.seeds_cell(sweep.STALE) == "stale"
+    assert scorecard.seeds_cell("") == ""
+    with pytest.raises(TypeError, match="seeds must be a string"):
+        scorecard.seeds_cell(5)
 
 
 def test_claims_does_not_import_scorecard():
@@ -179,7 +211,7 @@ def test_scorecard_shows_k_of_n_seeds():
     by_id = {row["id"]: row for row in rows}
     assert by_id["C1.2"]["seeds"] == "4 of 5" and by_id["C1.1"]["seeds"] == ""
     line = next(x for x in scorecard.scorecard_markdown(rows).splitlines() if "| C1.2 |" in x)
-    assert "| 4 of 5 |" in line
+    assert "| 4/5 |" in line
 
 
 def test_a_record_checked_against_an_older_lock_is_stale():

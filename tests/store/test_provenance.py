@@ -66,4 +66,3 @@ def test_to_json_rounded_is_strict_json():
     assert claims.to_json(1 / 3) == 0.333333
     with pytest.raises(ValueError, match="significant"):
         provenance.to_json(1.0, 0)
-

@@ -20,12 +20,15 @@ from bnn_posteriors.claims.checking import expectation, short  # re-exported: th
 from bnn_posteriors.site import chapters as book
 from bnn_posteriors.site import profiles, tables
 
+# a status in one character: the scorecard page's legend says each in words
 _MARKS = {
-    claims.REPRODUCED: "✓ reproduced",
-    claims.NOT_REPRODUCED: "✗ not reproduced",
-    claims.INCONCLUSIVE: "? inconclusive",
+    claims.REPRODUCED: "✓",
+    claims.NOT_REPRODUCED: "✗",
+    claims.INCONCLUSIVE: "?",
     claims.NOT_YET_RUN: "—",
 }
+_NBSP = "\u00a0"  # keeps "✗ (stale)" on one line of the table
+TITLE_WIDTH = 36  # characters of a claim's title in the table (in full in the findings)
 STALE = "stale (to be run again)"
 # the status of several checks of one claim in one run: the worst of theirs
 _RANK = {claims.REPRODUCED: 0, claims.INCONCLUSIVE: 1, claims.NOT_REPRODUCED: 2}
@@ -174,18 +177,34 @@ def _words(row: dict) -> str:
 def scorecard_markdown(rows: Sequence[dict] | None = None) -> str:
     """The scorecard as a compact Markdown table: one short line per claim.
 
-    Columns: the claim (a MyST link to the section of the chapter that checks it), what
-    it says, its status in each profile, and its seeds at the lock. The findings in
-    words and the further findings are in :func:`findings_markdown`.
+    Columns: the claim (a MyST link to the section of the chapter that checks it, with
+    the paper's source), what it says (shortened to :data:`TITLE_WIDTH` characters), its
+    status in each profile as one mark (✓ reproduced, ✗ not reproduced, ? inconclusive,
+    — not yet run; "(stale)" after it), and its seeds at the lock ("4/5", "committed",
+    "stale"). The findings in words, with the full titles, are in
+    :func:`findings_markdown`.
     """
     rows = scorecard() if rows is None else rows
-    header = ["Claim", "What", "quick", "full", "seeds at the lock"]
+    header = ["Claim", "What", "quick", "full", "seeds"]
     cells = [
-        [_claim_cell(row), short(row["title"], 56), _status_mark(row["quick"]),
-         _status_mark(row["full"]), row.get("seeds", "")]
+        [_claim_cell(row), short(row["title"], TITLE_WIDTH), _status_mark(row["quick"]),
+         _status_mark(row["full"]), seeds_cell(row.get("seeds", ""))]
         for row in rows
     ]  # fmt: skip
     return tables.markdown_table(header, cells)
+
+
+def seeds_cell(seeds: str) -> str:
+    """A claim's seeds at the lock (:func:`bnn_posteriors.claims.sweep.seeds_by_claim`) in
+    the scorecard's few characters: "4 of 5" → "4/5", committed results → "committed", a
+    sweep against another lock → "stale"; "" where it was not swept."""
+    if not isinstance(seeds, str):
+        raise TypeError(f"seeds must be a string such as '4 of 5', got {seeds!r}")
+    if seeds == sweep.COMMITTED:
+        return "committed"
+    if seeds == sweep.STALE:
+        return "stale"
+    return seeds.replace(" of ", "/")
 
 
 def findings_markdown(rows: Sequence[dict] | None = None) -> str:
@@ -212,7 +231,7 @@ def _profiles_text(row: dict) -> str:
 
 def _status_mark(cell: dict) -> str:
     mark = _MARKS.get(cell["status"], cell["status"])
-    return f"{mark} (stale)" if cell.get("stale") else mark
+    return f"{mark}{_NBSP}(stale)" if cell.get("stale") else mark
 
 
 def not_reproduced_markdown(rows: Sequence[dict] | None = None) -> str:

@@ -216,7 +216,7 @@ def run_bde(
     devices=None,
     chunks: int = 20,
     progress: bool = False,
-    cache_dir: bool | Path = False,
+    cache_dir: bool | Path | None = False,
     heteroscedastic: bool = False,
 ):
     """Bayesian deep ensemble by MILE: one tuned MCLMC chain per warm start ([SAP] App. D.1).

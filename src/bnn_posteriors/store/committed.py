@@ -32,7 +32,7 @@ def plain(tree):
     return _provenance.to_json(tree)
 
 
-def write_json(path: Path | str, payload: Mapping, *, profile: str) -> Path:
+def write_json(path: Path | str, payload: Mapping, *, profile: str | None) -> Path:
     """Write ``payload`` with ``profile`` and :func:`provenance` to ``path`` atomically
     (indent 1, through a temporary file beside it).
 

@@ -85,7 +85,8 @@ def write_part(path: Path | str, payload: Mapping, settings: Mapping, *, profile
 def resumed_part(
     path: Path | str | None,
     settings: Mapping,
-    compute: Callable[[], Mapping],
+    compute: Callable[..., Mapping],  # called without arguments; `...`: mypy cannot match a
+    # lambda binding loop variables as defaults (`lambda s=s: ...`) to Callable[[], Mapping]
     *,
     profile: str | None,
     reuse: bool = True,

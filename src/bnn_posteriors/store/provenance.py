@@ -52,7 +52,9 @@ def _git(root: Path, *args: str) -> str | None:
 @functools.cache
 def git_commit(root: Path | None) -> str | None:
     """Short hash of the repository's HEAD, with "+dirty" if tracked files were modified."""
-    head = _git(root, "rev-parse", "--short", "HEAD") if root is not None else None
+    if root is None:
+        return None
+    head = _git(root, "rev-parse", "--short", "HEAD")
     if not head:
         return None
     # "+dirty": the run used tracked files that differ from the commit.

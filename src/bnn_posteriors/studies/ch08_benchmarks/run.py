@@ -31,6 +31,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import cast
 
 import jax
 import jax.numpy as jnp
@@ -311,7 +312,8 @@ def write_result(row: Mapping, directory: Path | str, profile: str | None = None
     a small JSON file; returns its path."""
     path = result_path(directory, row["dataset"], row["split"], row["unit"])
     payload = {k: v for k, v in row.items() if k != "cached"}
-    return parts.write_part(path, payload, row.get("settings"), profile=profile)
+    settings = cast(Mapping, row.get("settings"))  # write_part checks that it is a mapping
+    return parts.write_part(path, payload, settings, profile=profile)
 
 
 def read_results(directory: Path | str) -> list[dict]:
