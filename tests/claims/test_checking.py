@@ -373,3 +373,13 @@ def test_show_and_check_glues_shows_and_checks_each_evidence(monkeypatch):
         claims.show_and_check(claims.Evidence("C1.1", 1.0, expect=0.0, tol=1e-12))
     with pytest.raises(TypeError, match="takes Evidence"):
         claims.show_and_check({"claim": "C1.1"})
+
+
+def test_the_records_of_several_checks_show_one_line_each():
+    from IPython.lib.pretty import pretty
+
+    records = claims.show_and_check(
+        claims.Evidence("C1.1", 0.0, expect=0.0, tol=1e-12),
+        claims.Evidence("C1.1", 0.0, expect=0.0, tol=1e-12),
+    )
+    assert pretty(records).splitlines() == [claims.summary_line(r) for r in records]

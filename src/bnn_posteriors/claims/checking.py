@@ -195,6 +195,13 @@ class Record(dict):
         printer.text(summary_line(self))
 
 
+class Records(list):
+    """The records of several checks, shown in a notebook one line each."""
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text("\n".join(summary_line(record) for record in self))
+
+
 def summary_line(record: dict) -> str:
     """'C2.1 reproduced: measured 2.3e-07, expected > -1e-09' for a record (its finding's
     name after the id, and the gate's reason when it is inconclusive)."""
@@ -332,12 +339,12 @@ class Evidence:
     table: str | None = None
 
 
-def show_and_check(*evidence: Evidence) -> list[dict]:
+def show_and_check(*evidence: Evidence) -> Records:
     """For each :class:`Evidence`: glue its values, display its table, then :func:`check`
-    it. Returns the records, in order."""
+    it. Returns the records, in order (shown one line each)."""
     from bnn_posteriors.site.tables import glue_values
 
-    records = []
+    records = Records()
     for item in evidence:
         if not isinstance(item, Evidence):
             raise TypeError(f"show_and_check takes Evidence, got {type(item).__name__}")

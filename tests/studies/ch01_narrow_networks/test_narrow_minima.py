@@ -53,3 +53,21 @@ def test_lasso_modes_match_the_soft_threshold():
         assert m["tau"] == taus[name]
         assert m["closed"] == float(theory.lasso_mode(X, Y, SIGMA, taus[name]))
         assert abs(m["numerical"] - m["closed"]) < 1e-6
+
+
+def test_lasso_cases_threshold_the_second_prior():
+    cases = narrow_minima.lasso_cases(X, Y, SIGMA, TAU)
+    assert cases["data prior"] == TAU
+    s_xy = float(X @ Y)
+    np.testing.assert_allclose(SIGMA**2 / cases["thresholded"] ** 2, 2 * abs(s_xy))
+    assert float(theory.lasso_mode(X, Y, SIGMA, cases["thresholded"])) == 0.0
+    with pytest.raises(ValueError, match="Σ x_i y_i is 0"):
+        narrow_minima.lasso_cases(X, np.zeros_like(Y), SIGMA, TAU)
+
+
+def test_g_shape_is_convex_at_two_and_concave_beyond():
+    shape = narrow_minima.g_shape(X, Y, SIGMA, TAU, (2, 3, 5), 0.5)
+    second = shape["min_second_diff"]
+    assert second[2] > 0 and second[3] < 0 and second[5] < 0
+    ratio = [float(theory.g1(0.5, X, Y, SIGMA) / theory.g2(0.5, L, TAU)) for L in (2, 3, 5)]
+    np.testing.assert_allclose(shape["ratio_g1_g2"], ratio)

@@ -193,3 +193,19 @@ def test_convergence_gain_compares_where_plain_mfvi_is_trapped():
     assert out["at"] == [2.0] and out["gain"][0] < 0 and out["adjusted"][0] < 0.5
     with pytest.raises(ValueError, match="trap_level"):
         narrow_posterior.convergence_gain(trap, trap_level=0.0)
+
+
+def test_kl_against_monte_carlo_agrees_with_the_closed_form():
+    kl = narrow_posterior.kl_against_monte_carlo(jax.random.key(0), TAU, 20_000)
+    assert kl["mu"] == [0.9, -1.2, 0.4] and kl["s"] == [0.3, 0.5, 0.8]
+    closed = float(theory.mfvi_kl(np.array(kl["mu"]), np.array(kl["s"]), TAU))
+    assert kl["closed"] == pytest.approx(closed)
+    assert 0 < kl["se"] < 0.05 and abs(kl["mc"] - kl["closed"]) < 4 * kl["se"]
+
+
+def test_exact_mean_abs_beta_is_the_quadrature_per_sigma_and_depth():
+    means = narrow_posterior.exact_mean_abs_beta(X, Y, (0.5, 2.0), TAU, (1, 2))
+    assert list(means) == [0.5, 2.0] and len(means[2.0]) == 2
+    expected = theory.posterior_beta_quadrature(2, X, Y, 2.0, TAU)["mean_abs_beta"]
+    assert means[2.0][1] == pytest.approx(expected)
+    assert means[2.0][1] < means[0.5][1]  # a weaker likelihood shrinks more

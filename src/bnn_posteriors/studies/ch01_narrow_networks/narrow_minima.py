@@ -180,3 +180,35 @@ def lasso_modes(rng_key, x, y, sigma: float, taus: Mapping[str, float], **settin
         w_star, _ = posterior_minimiser(rng_key, 2, x, y, sigma, tau, **settings)
         modes[name] = {"tau": tau, "closed": closed, "numerical": float(jnp.prod(w_star))}
     return modes
+
+
+def lasso_cases(x, y, sigma: float, tau: float) -> dict:
+    """The two prior scales of the L = 2 lasso check (C1.8): the data's and a thresholded one.
+
+    ``"data prior"`` is τ itself; ``"thresholded"`` is τ = sqrt(σ² / (2|s|)) with
+    s = Σ x_i y_i, so that σ²/τ² = 2|s| exceeds |s| and the lasso mode (eq. lasso) is 0.
+    Returns ``{name: τ}``, floats.
+    """
+    s_xy = float(jnp.sum(x * y))
+    if s_xy == 0.0:
+        raise ValueError("Σ x_i y_i is 0: every prior thresholds the lasso, no case to build")
+    return {"data prior": tau, "thresholded": float(np.sqrt(sigma**2 / (2 * abs(s_xy))))}
+
+
+def g_shape(x, y, sigma: float, tau: float, depths: Sequence[int], beta_hat: float) -> dict:
+    """The shape of g (eq. 27) over depth (C1.9): its curvature and the likelihood's share.
+
+    On 3001 points of [−1.5, 1.5], ``min_second_diff`` ``{L: float}`` is the smallest second
+    difference of g (negative where g is concave somewhere); ``ratio_g1_g2`` is the list
+    g1(β̂) / g2(β̂) over ``depths``.
+    """
+    grid = jnp.linspace(-1.5, 1.5, 3001)
+    min_second_diff = {
+        depth: float(jnp.min(jnp.diff(theory.g(grid, x, y, sigma, tau, depth), 2)))
+        for depth in depths
+    }
+    ratio_g1_g2 = [
+        float(theory.g1(beta_hat, x, y, sigma) / theory.g2(beta_hat, depth, tau))
+        for depth in depths
+    ]
+    return {"min_second_diff": min_second_diff, "ratio_g1_g2": ratio_g1_g2}

@@ -390,3 +390,31 @@ def convergence_gain(trap: dict, trap_level: float = 0.5) -> dict:
     plain = np.array([progress[t] for t in at])
     return {"trapped": trapped, "at": at, "adjusted": adjusted, "plain": plain,
             "gain": adjusted - plain}  # fmt: skip
+
+
+def kl_against_monte_carlo(rng_key, tau: float, num_samples: int) -> dict:
+    """The mean-field KL (eq. KL) in closed form and by Monte Carlo, for one fixed q (C1.4).
+
+    q has means μ = (0.9, −1.2, 0.4) and standard deviations s = (0.3, 0.5, 0.8), the prior
+    N(0, τ² I). Returns ``closed`` (:func:`theory.mfvi_kl`), the Monte-Carlo estimate ``mc``
+    and its standard error ``se`` (:func:`theory.mfvi_kl_monte_carlo`), floats, and ``mu``
+    and ``s`` as lists.
+    """
+    mu, s = jnp.array([0.9, -1.2, 0.4]), jnp.array([0.3, 0.5, 0.8])
+    closed = float(theory.mfvi_kl(mu, s, tau))
+    mc, se = theory.mfvi_kl_monte_carlo(rng_key, mu, s, tau, num_samples)
+    return {"mu": mu.tolist(), "s": s.tolist(), "closed": closed, "mc": mc, "se": se}
+
+
+def exact_mean_abs_beta(x, y, sigmas: Sequence[float], tau: float, depths: Sequence[int]) -> dict:
+    """The exact posterior E[|β| | y] by quadrature for every σ and depth L.
+
+    :func:`theory.posterior_beta_quadrature`. Returns ``{σ: [float over depths]}``.
+    """
+    return {
+        sigma: [
+            theory.posterior_beta_quadrature(depth, x, y, sigma, tau)["mean_abs_beta"]
+            for depth in depths
+        ]
+        for sigma in sigmas
+    }

@@ -1,0 +1,172 @@
+"""Tests of chapter 01's evidence: small synthetic results in, the checks' values and rules out.
+
+Each test feeds an evidence function a result that reproduces its claim (judged by the
+check's own rule, :func:`claims.rules.evaluate`) and a broken one that does not.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from bnn_posteriors.claims.checking import Evidence
+from bnn_posteriors.claims.rules import evaluate
+from bnn_posteriors.studies.ch01_narrow_networks import evidence
+
+
+def reproduces(item: Evidence) -> bool:
+    return evaluate(item.rule, item.value, item.expect, item.tol, item.rtol)[0]
+
+
+def test_settings_glue_names_the_settings_the_prose_cites():
+    cfg = SimpleNamespace(
+        n_obs=50,
+        sigma=0.1,
+        tau=1.0,
+        sigmas_weak=(1.0, 3.0),
+        depths_g=(2, 3, 5),
+        depths_vi=(1, 2, 10),
+        depths_mcmc=(1, 8),
+        num_chains=2,
+        num_samples=100,
+        target_acceptance_rate=0.9,
+        svi_steps=500,
+        svi_particles=4,
+    )
+    glue = evidence.settings_glue(cfg)
+    assert glue["sigmas_weak"] == "1 and 3" and glue["depths_g"] == "2, 3, 5"
+    assert glue["sigma_weak_1"] == 1.0 and glue["sigma_weak_2"] == 3.0
+    assert glue["sigma_plot"] == 3.0 and glue["depth_vi_max"] == 10
+    assert glue["depth_mcmc_max"] == 8 and glue["draws_total"] == 400
+    with pytest.raises(ValueError, match="sigmas_weak is empty"):
+        evidence.settings_glue(SimpleNamespace(**{**vars(cfg), "sigmas_weak": ()}))
+
+
+def test_c1_1_takes_the_largest_deviation():
+    item = evidence.c1_1_evidence({2: 1e-16, 3: 3e-16})
+    assert (item.claim, item.value, item.rule, item.expect) == ("C1.1", 3e-16, "approx", 0.0)
+    assert item.glue == {"orbit_dev_max": 3e-16} and "3.0e-16" in item.table
+    assert reproduces(item)
+    assert not reproduces(evidence.c1_1_evidence({2: 1e-16, 3: 1e-3}))
+    with pytest.raises(ValueError, match="orbit_dev is empty"):
+        evidence.c1_1_evidence({})
+
+
+def _penalty(patterns_at_3=4, gap=1e-9):
+    row = dict(magnitude_gap=gap, rel_gap=1e-9, zero_starts=0)
+    return {
+        (2, 0.5): dict(row, patterns=2),
+        (3, 0.5): dict(row, patterns=patterns_at_3, zero_starts=3),
+    }
+
+
+def test_c1_2_c1_3_count_sign_patterns_and_gaps():
+    found, magnitude, gap = evidence.c1_2_c1_3_evidence(_penalty())
+    assert [e.claim for e in (found, magnitude, gap)] == ["C1.2", "C1.2", "C1.3"]
+    assert found.rule == "true" and np.all(found.value)
+    assert (magnitude.rule, magnitude.expect) == ("less", 1e-6)
+    assert found.glue == {"c12_zero_starts": 3} and len(found.table.splitlines()) == 4
+    assert all(reproduces(e) for e in (found, magnitude, gap))
+    broken = evidence.c1_2_c1_3_evidence(_penalty(patterns_at_3=8, gap=1e-3))
+    assert list(broken[0].value) == [True, False]
+    assert not reproduces(broken[0]) and not reproduces(broken[1])
+
+
+def test_c1_7_compares_minima_and_minimisers():
+    minima = {2: dict(min_w=1.0, min_g=1.0 + 1e-9, beta_of_w=0.5, beta_g=0.5 + 1e-7)}
+    gap, where = evidence.c1_7_evidence(minima)
+    assert gap.claim == where.claim == "C1.7" and gap.value == pytest.approx(1e-9, rel=1e-6)
+    assert reproduces(gap) and reproduces(where)
+    far = evidence.c1_7_evidence({2: dict(min_w=1.0, min_g=1.1, beta_of_w=0.5, beta_g=0.6)})
+    assert not reproduces(far[0]) and not reproduces(far[1])
+
+
+def test_c1_8_compares_the_lasso_modes():
+    lasso = {"data prior": dict(tau=1.0, closed=0.5, numerical=0.5 + 1e-8)}
+    item = evidence.c1_8_evidence({**lasso, "thresholded": dict(tau=0.1, closed=0.0, numerical=0)})
+    assert item.claim == "C1.8" and item.value.shape == (2,) and reproduces(item)
+    assert "thresholded" in item.table
+    broken = evidence.c1_8_evidence({"x": dict(tau=1.0, closed=0.0, numerical=0.1)})
+    assert not reproduces(broken)
+
+
+def test_c1_9_reads_the_curvature_and_the_ratio():
+    shape = {"min_second_diff": {2: 1e-6, 3: -0.1, 5: -0.2}, "ratio_g1_g2": [3.0, 2.0, 1.0]}
+    concave, convex, ratio = evidence.c1_9_evidence((2, 3, 5), shape)
+    assert list(concave.value) == [True, True] and convex.value == 1e-6
+    assert ratio.rule == "decreasing" and all(reproduces(e) for e in (concave, convex, ratio))
+    broken = {"min_second_diff": {2: -1.0, 3: 0.1}, "ratio_g1_g2": [1.0, 2.0]}
+    assert not any(reproduces(e) for e in evidence.c1_9_evidence((2, 3), broken))
+    with pytest.raises(ValueError, match="lacks depth"):
+        evidence.c1_9_evidence((3,), {"min_second_diff": {3: -1.0}, "ratio_g1_g2": [1.0]})
+
+
+def test_c1_4_kl_within_four_standard_errors():
+    kl = dict(mu=[0.9, -1.2], s=[0.3, 0.5], closed=1.0, mc=1.02, se=0.01)
+    item = evidence.c1_4_kl_evidence(kl)
+    assert (item.value, item.expect, item.tol) == (1.02, 1.0, 0.04) and reproduces(item)
+    assert "0.9, -1.2" in item.table
+    assert not reproduces(evidence.c1_4_kl_evidence({**kl, "mc": 1.1}))
+    with pytest.raises(ValueError, match="standard error must be positive"):
+        evidence.c1_4_kl_evidence({**kl, "se": 0.0})
+
+
+def test_c1_4_c1_5_on_the_main_fit_and_the_collapse_depths():
+    depths = (1, 2, 3)
+    main = dict(
+        nu=np.array([0.9, 0.8, 0.7]),
+        kl_share=np.array([0.1, 0.2, 0.3]),
+        ratio=np.array([1.0, 1.0 + 1e-6, 1.0]),
+    )
+    weak = dict(nu=np.array([0.5, 0.0, 0.0]), kl_share=main["kl_share"], ratio=main["ratio"])
+    ratio, nu, share = evidence.c1_4_c1_5_evidence(depths, {0.1: main, 1.0: weak}, 0.1)
+    assert (ratio.claim, nu.claim, share.claim) == ("C1.4", "C1.5", "C1.5")
+    assert ratio.value == 1.0 + 1e-6 and all(reproduces(e) for e in (ratio, nu, share))
+    assert ratio.glue["collapse_main"] == "none up to L = 3"
+    assert ratio.glue["collapse_weak_1"] == "L = 2"
+    broken = dict(
+        nu=np.array([0.7, 0.8, 0.9]),
+        kl_share=np.array([0.3, 0.2, 0.1]),
+        ratio=np.array([1.0, 2.0, 1.0]),
+    )
+    assert not any(reproduces(e) for e in evidence.c1_4_c1_5_evidence(depths, {0.1: broken}, 0.1))
+    with pytest.raises(ValueError, match="no fit for the chapter's sigma"):
+        evidence.c1_4_c1_5_evidence(depths, {1.0: weak}, 0.1)
+
+
+def test_svi_summary_tables_svi_against_the_exact_fit():
+    svi = {2: dict(nu=0.81, elbo=-10.0, ratio=1.2), 3: dict(nu=0.7, elbo=-11.0, ratio=1.5)}
+    table, glue = evidence.svi_summary(svi, (1, 2, 3), [0.9, 0.8, 0.7])
+    assert glue == {"svi_ratio_max": 1.5} and "0.8000" in table and len(table.splitlines()) == 4
+    with pytest.raises(ValueError, match="lacks depth"):
+        evidence.svi_summary({4: svi[2]}, (1, 2, 3), [0.9, 0.8, 0.7])
+
+
+def _nuts(exact, mean, ks_8=0.01):
+    runs = {}
+    for i, depth in enumerate((1, 2, 8)):
+        runs[depth] = dict(
+            exact=exact[i],
+            mean=mean[i],
+            mcse=0.01,
+            rhat=1.001,
+            divergences=i,
+            ks=(0.2, 0.1, ks_8)[i],
+        )
+    return runs
+
+
+def test_c1_6_checks_the_exact_curve_nuts_ks_and_rhat():
+    items = evidence.c1_6_evidence(_nuts([0.9, 0.85, 0.8], [0.9, 0.851, 0.799]))
+    assert [e.claim for e in items] == ["C1.6"] * 4 and all(reproduces(e) for e in items)
+    decreasing, z, ks, rhat = items
+    assert decreasing.value == [0.9, 0.85, 0.8] and z.value == pytest.approx(0.1)
+    assert (ks.value, ks.expect) == (0.1, 0.01) and rhat.value == 1.001
+    assert decreasing.glue["ks_2"] == 0.1 and decreasing.glue["divergences_total"] == 3
+    assert decreasing.glue["exact_step_max"] == pytest.approx(0.05)
+    broken = evidence.c1_6_evidence(_nuts([0.9, 0.95, 0.8], [0.9, 0.5, 0.8], ks_8=0.5))
+    assert not any(reproduces(e) for e in broken[:3])
+    with pytest.raises(ValueError, match="lacks depth"):
+        evidence.c1_6_evidence({1: _nuts([1, 1, 1], [1, 1, 1])[1]})
