@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -171,7 +171,7 @@ def symmetrised_gains(fits: dict, *, num_perms: int | None = None, tie: float = 
     )  # fmt: skip
 
 
-def decidability_gate(reading: dict, grad_norm, *, reference: str = "") -> Gate:
+def decidability_gate(reading: Mapping, grad_norm, *, reference: str = "") -> Gate:
     """The gate of a C5.4 check: can the data set of ``reading`` (:func:`symmetrised_gains`)
     decide whether symmetrised training helps? It can where the plain fits at the largest
     width merge units as the objective's estimator of I sees them (``reading["decidable"]``).
@@ -208,7 +208,7 @@ def decidability_gate(reading: dict, grad_norm, *, reference: str = "") -> Gate:
     return Gate(passed=bool(reading["decidable"]), why=why, decide=decide)
 
 
-def gains_interval_table(reading: dict) -> str:
+def gains_interval_table(reading: Mapping) -> str:
     """:func:`symmetrised_gains` as a Markdown table: per width the plain fits' deficit
     (ceiling − I) and the mean [interval] over paired seeds of the ELBO gain, of its part from
     training and of the test-log-likelihood gain per point."""
