@@ -31,25 +31,28 @@ BNN_EXECUTE_PROCESSES ?= 2
 export BNN_EXECUTE_PROCESSES
 
 book: $(STAMP)
-	$(BIN)/python -m bnn_posteriors.site.execute
-	$(BIN)/jupyter-book build . --warningiserror --keep-going
+	@s=$$(date +%s); $(BIN)/python -m bnn_posteriors.site.execute; \
+	  echo "== chapters executed in $$(( $$(date +%s) - s )) s"
+	@s=$$(date +%s); $(BIN)/jupyter-book build . --warningiserror --keep-going; \
+	  echo "== book built in $$(( $$(date +%s) - s )) s"
+
+# pytest in $(PYTEST_WORKERS) processes (pytest-xdist; one test file per worker at a time)
+PYTEST_WORKERS ?= 2
 
 test: book browser
-	BNN_SITE_PREBUILT=1 $(BIN)/pytest
+	@s=$$(date +%s); BNN_SITE_PREBUILT=1 $(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=25; \
+	  echo "== pytest took $$(( $$(date +%s) - s )) s"
 
 install: $(STAMP)
 
-# ruff on the package, tests and scripts, then on the chapters' code cells (each chapter
-# converted to a notebook, which ruff reads cell by cell; E402: imports follow the prose;
-# E501: a claim's note or a printed line is prose, which ruff format cannot wrap)
+# ruff on the package, tests and scripts, mypy on src/ ([tool.mypy] in pyproject.toml), then
+# ruff on the chapters' code cells (scripts/lint_chapters.sh). The same checks run as git hooks:
+# .pre-commit-config.yaml (`$(BIN)/pre-commit install`, or `$(BIN)/pre-commit run --all-files`).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	rm -rf _build/lint && mkdir -p _build/lint
-	for f in book/*.md; do \
-	  $(BIN)/jupytext --quiet --to ipynb -o _build/lint/$$(basename $${f%.md}).ipynb $$f; done
-	$(BIN)/ruff check --ignore E402,E501 _build/lint/*.ipynb
-	$(BIN)/ruff format --check _build/lint/*.ipynb
+	$(BIN)/mypy
+	bash scripts/lint_chapters.sh
 
 $(BIN)/python:
 	python3 -m venv $(VENV)

@@ -19,7 +19,7 @@ import keyword
 import os
 import tomllib
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bnn_posteriors.store import provenance
 
@@ -38,6 +38,10 @@ class Settings:
     def as_dict(self) -> dict[str, Any]:
         """A copy of the settings as a dict: changing it leaves the settings unchanged."""
         return dataclasses.asdict(self)
+
+    if TYPE_CHECKING:  # each chapter's own fields are made at run time, from its TOML
+
+        def __getattr__(self, name: str) -> Any: ...
 
 
 def profile_name(name: str | None = None) -> str:

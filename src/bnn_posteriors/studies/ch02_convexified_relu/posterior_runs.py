@@ -195,7 +195,7 @@ def rhat_diagnostics(runs: dict, ess_all: dict) -> dict:
 def rhat_table(rhats: dict, num_samples: int) -> tuple[str, dict]:
     """A Markdown table of the median R-hat, raw and after matching, and the within-chain
     ESS per width; and the medians to glue (``rhat_raw_<H>``, ``rhat_aligned_<H>``)."""
-    rows, values = [], {}
+    rows, values = [], dict[str, float]()
     for width, d in rhats.items():
         raw, aligned = (float(np.median(d[f"rhat_{k}"])) for k in ("raw", "aligned"))
         values |= {f"rhat_raw_{width}": raw, f"rhat_aligned_{width}": aligned}

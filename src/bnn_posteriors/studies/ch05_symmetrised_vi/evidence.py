@@ -222,11 +222,11 @@ def c5_2_separation_evidence(
     sep_table = f"log|G| = {log_g:.3f}\n\n" + tables.markdown_table(
         ("d", "I(g; w)", "step of I / s.e."), rows
     )
-    rows = [
+    k_rows: list[tuple] = [
         (k, f"{v:.3f}", f"{z:.1f}") for k, v, z in zip(ks, infonce[:, 0], infonce_z, strict=True)
     ]
-    rows.append(("exact I", f"{curves['mi'][0]:.3f}", ""))
-    k_table = tables.markdown_table(("K", "Î_K of the fit q", "(Î_K − I) / s.e."), rows)
+    k_rows.append(("exact I", f"{curves['mi'][0]:.3f}", ""))
+    k_table = tables.markdown_table(("K", "Î_K of the fit q", "(Î_K − I) / s.e."), k_rows)
     glue = dict(
         sep_step_z_min=float(sep_step_z.min()),
         sep_d_unsat=separations[unsaturated - 1],

@@ -133,15 +133,22 @@ def gains(toy_gain: Mapping, mnist_gain: Mapping, mnist_fits: Mapping, *, mnist_
             m = np.array([gain[w][key].mean() for w in ws])
             s = np.array([gain[w][key].std() for w in ws])
             ax.errorbar(ws, m, yerr=s, marker=marker, capsize=3, label=name)
-        if name == "MNIST":
+        if fits is not None:
             n = mnist_seeds
             for part, color, label in (
                 (slice(0, n), plotting.OKABE_ITO[3], "plain"),
                 (slice(n, None), plotting.OKABE_ITO[0], "symmetrised"),
             ):
-                m = [fits[w]["accuracy"][part].mean() for w in ws]
-                s = [fits[w]["accuracy"][part].std() for w in ws]
-                axes[2].errorbar(ws, m, yerr=s, marker=marker, capsize=3, color=color, label=label)
+                acc = [fits[w]["accuracy"][part] for w in ws]
+                axes[2].errorbar(
+                    ws,
+                    [a.mean() for a in acc],
+                    yerr=[a.std() for a in acc],
+                    marker=marker,
+                    capsize=3,
+                    color=color,
+                    label=label,
+                )
     widths = list(toy_gain)
     axes[0].plot(
         widths, [math.lgamma(w + 1) for w in widths], ":", color="k", lw=0.8, label=r"$\log H!$"
