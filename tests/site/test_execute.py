@@ -54,6 +54,7 @@ def test_only_the_chapters_the_build_caches_are_executed_ahead(book):
     assert execute.read_chapter(book / "book" / "intro.md", execute.book_config(book)) is None
 
 
+@pytest.mark.slow  # starts three kernels
 def test_a_chapter_is_cached_as_the_build_looks_it_up_and_a_failure_is_left_to_the_build(book):
     seconds = execute.execute_chapters(book, processes=2)
     assert seconds["02_fails.md"] is None and seconds["01_ok.md"] > 0
