@@ -1,0 +1,176 @@
+"""Tests of chapter 03's evidence: value, rule, expectation, glue and gate of C3.1–C3.7."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from bnn_posteriors.claims import rules
+from bnn_posteriors.claims.checking import Evidence
+from bnn_posteriors.studies.ch03_symmetries import evidence
+
+CFG = SimpleNamespace(
+    tau2s=(1.0, 0.1, 0.01, 0.001),
+    tau2s_figure=(1.0, 0.1),
+    n_max=200,
+    num_chains=4,
+    n_adjusted_seeds=3,
+    adjusted_scan=(1.1, 1.5),
+    adjusted_sigma0=0.1,
+    adjusted_eps=0.1,
+)
+
+
+def reproduced(item: Evidence) -> bool:
+    return rules.evaluate(item.rule, item.value, item.expect, item.tol, item.rtol)[0]
+
+
+def symmetry_changes(relu_flip: float) -> dict:
+    changes = {pair: [1e-16, 3e-16] for pair in evidence.INVARIANT}
+    return changes | {("relu", "sign flip"): [relu_flip, 2.0]}
+
+
+def test_c3_1_reads_the_invariances_and_the_relu_sign_flip():
+    invariant, flip = evidence.c3_1(symmetry_changes(0.4))
+    assert (invariant.claim, invariant.rule, invariant.expect) == ("C3.1", "less", 1e-5)
+    assert invariant.value == 3e-16 and flip.value == 0.4
+    assert (flip.rule, flip.expect) == ("greater", 1e-2)
+    assert "largest change" in invariant.table and reproduced(invariant) and reproduced(flip)
+    _, broken = evidence.c3_1(symmetry_changes(1e-15))
+    assert broken.value == 1e-15 and not reproduced(broken)
+    with pytest.raises(ValueError, match="lacks"):
+        evidence.c3_1({("relu", "permutation"): [0.0]})
+
+
+def test_c3_2_reads_the_largest_sign_flip_gap():
+    item = evidence.c3_2({"gaussian": 0.0, "laplace": 4e-16}, 10_000)
+    assert (item.claim, item.rule, item.expect, item.tol) == ("C3.2", "approx", 0.0, 1e-12)
+    assert item.value == 4e-16 and reproduced(item)
+    assert item.note.startswith("Gaussian and Laplace priors, 10 000 random draws of 6 weights")
+    broken = evidence.c3_2({"gaussian": 0.0, "laplace": 0.3}, 10)
+    assert broken.value == 0.3 and not reproduced(broken)
+    with pytest.raises(ValueError, match="no prior"):
+        evidence.c3_2({}, 10)
+
+
+def test_c3_3_reads_the_roots_and_the_gap_away_from_them():
+    roots, away = evidence.c3_3([True, True], [0.2, 0.01])
+    assert (roots.rule, away.rule, away.expect) == ("true", "greater", 0.0)
+    assert away.value == 0.01 and reproduced(roots) and reproduced(away)
+    assert "| 2 |" in roots.table
+    broken, zero = evidence.c3_3([True, False], [0.2, 0.0])
+    assert not reproduced(broken) and zero.value == 0.0 and not reproduced(zero)
+    with pytest.raises(ValueError, match="one entry per case"):
+        evidence.c3_3([True], [0.1, 0.2])
+
+
+def counterexample(c_num: float) -> dict:
+    c_star = 0.8 / np.sqrt(1.06)
+    return {
+        "c_star": c_star,
+        "c_num": c_num,
+        "numeric": np.array([c_num, 1.0]),
+        "excluded_gap": 0.2,
+        "h_at": {"closed form": 0.0, "numerical": 1e-9, "paper's 0.77754": 3e-6},
+        "swap_gap": {"gaussian": 1e-16, "laplace": 2e-16},
+        "swap_root": {"gaussian": c_star, "laplace": 0.8 / 1.4},
+        "norm_l2": float(np.sqrt(1.06)),
+    }
+
+
+def test_c3_4_reads_the_root_of_h_and_its_swap_identity():
+    ce = dict(w1=0.5, w2=0.8, b1=0.9)
+    items = evidence.c3_4(counterexample(0.777029), ce, 0.77754)
+    assert [i.claim for i in items] == ["C3.4"] * 5
+    assert items[0].value == 0.777029 and (items[0].expect, items[0].tol) == (0.777, 1e-4)
+    assert items[2].rule == "greater" and items[3].value == 2e-16
+    assert all(reproduced(i) for i in items)
+    assert items[0].glue["h_paper"] == 3e-6 and items[0].glue["w2_abs"] == 0.8
+    assert "| h(c) (paper's 0.77754) | 3.00e-06 |" in items[0].table
+    assert items[0].glue["swap_root_laplace"] == 0.8 / 1.4
+    broken = evidence.c3_4(counterexample(0.9), ce, 0.77754)
+    assert broken[0].value == 0.9 and not reproduced(broken[0]) and not reproduced(broken[1])
+    with pytest.raises(ValueError, match="paper's root"):
+        evidence.c3_4(counterexample(0.777), ce, 0.7)
+
+
+def test_c3_5_reads_the_largest_log_prior_change():
+    item = evidence.c3_5([0.0, 2e-16], depth=6)
+    assert (item.claim, item.value, item.tol) == ("C3.5", 2e-16, 1e-12) and reproduced(item)
+    assert item.note.endswith("2 random depth-6 chains")
+    assert not reproduced(evidence.c3_5([0.0, 0.5], depth=6))
+    with pytest.raises(ValueError, match="no draw"):
+        evidence.c3_5([], depth=6)
+
+
+def fit(svi_nu: float, mass: float, changes: int = 0) -> dict:
+    return {"svi_nu": svi_nu, "nuts_mass": mass, "sign_changes": changes, "exact_abs_beta": 0.3}
+
+
+def test_c3_6_reads_the_four_parts_of_the_claim():
+    fits = {1.0: fit(0.7, 1.0), 0.1: fit(0.6, 1.0), 0.01: fit(0.4, 0.9), 0.001: fit(0.0, 0.8)}
+    item = evidence.c3_6(fits, 150, 0.75, 0.004, CFG)
+    assert (item.claim, item.rule) == ("C3.6", "less")
+    np.testing.assert_allclose(item.value, [0.0, 0.2, 1 - 0.7 / 0.75, 0.0])
+    np.testing.assert_allclose(item.expect, [0.05, 0.5, 0.5, 1.0])
+    assert reproduced(item) and item.glue["svi_nu_tau01"] == 0.4 and item.glue["n_train"] == 150
+    assert "| yes |" in item.table
+    collapsed = {**fits, 0.001: fit(0.0, 0.1)}  # the posterior collapses with MFVI
+    broken = evidence.c3_6(collapsed, 150, 0.75, 0.004, CFG)
+    assert broken.value[1] == pytest.approx(0.9) and not reproduced(broken)
+    with pytest.raises(ValueError, match="must hold"):
+        evidence.c3_6({1.0: fit(0.7, 1.0)}, 150, 0.75, 0.004, CFG)
+
+
+def scan_and_summary(plain_progress: float) -> tuple[dict, dict, float]:
+    tau2_c = 0.01
+    above = {0.011: {"plain": np.full(3, 0.1), "adjusted": np.full(3, 0.12), "nu_star": 0.2}}
+    scan = {
+        0.001: {
+            "plain": np.zeros(3),
+            "adjusted": np.full(3, 1e-3),
+            "theta0": np.full(3, 1e-4),
+            "nu_star": 0.0,
+        },
+        **above,
+    }
+    trapped = [0.011] if plain_progress < 0.5 else []
+    summary = {
+        "trap": {
+            "above": above,
+            "progress": {0.011: plain_progress},
+            "n_short": {"plain": 1, "adjusted": 0},
+            "jitter": [0.09, 0.1, 0.11],
+        },
+        "gain": {
+            "trapped": trapped,
+            "at": [0.011],
+            "adjusted": np.array([0.6]),
+            "plain": np.array([plain_progress]),
+        },
+        "grad_zero": np.array([0.5, 2.0, 1.5]),
+        "grad_plain": 0.0,
+    }
+    return scan, summary, tau2_c
+
+
+def test_c3_7_gates_on_a_trap_and_records_the_further_findings():
+    scan, summary, tau2_c = scan_and_summary(0.9)
+    claim, breaks, collapse = evidence.c3_7(scan, summary, tau2_c, 0.75, CFG)
+    assert (claim.claim, claim.rule, claim.expect) == ("C3.7", "greater", 0.5)
+    assert not claim.gate.passed and "not trapped" in claim.gate.why
+    assert claim.says.startswith("no trap to escape")
+    assert claim.glue["grad_zero_n"] == 3 and claim.glue["adjusted_gain_at"] == pytest.approx(1.1)
+    assert claim.glue["n_runs_above"] == 3 and "1 of 3" in claim.table
+    assert (breaks.finding, collapse.finding) == ("breaks-fixed-point", "fig2-collapse")
+    assert reproduced(breaks) and collapse.expect == 0.375 and not reproduced(collapse)
+    scan, summary, tau2_c = scan_and_summary(0.2)
+    trapped, _, _ = evidence.c3_7(scan, summary, tau2_c, 0.75, CFG)
+    assert trapped.gate.passed and trapped.says.startswith("plain MFVI is trapped at")
+    summary["grad_zero"] = np.array([0.5, 0.0])  # a prior that keeps the fixed point
+    _, broken, _ = evidence.c3_7(scan, summary, tau2_c, 0.75, CFG)
+    assert not reproduced(broken)
+    with pytest.raises(ValueError, match="smallest tau2"):
+        evidence.c3_7({0.011: scan[0.011]}, summary, tau2_c, 0.75, CFG)

@@ -1,0 +1,87 @@
+"""Tests of chapter 03's runs: the prior symmetry checks on known answers, the plumbing of
+the Fig. 2 and Prop. B.5 runs on a tiny budget, and the tables of their numbers."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import jax
+import numpy as np
+import pytest
+
+from bnn_posteriors.studies.ch03_symmetries import runs
+from bnn_posteriors.theory import narrow_network as theory
+
+pytestmark = pytest.mark.usefixtures("x64")
+
+X = np.linspace(-2.0, 2.0, 12)
+Y = 0.8 * X + 0.1 * np.sin(7.0 * X)
+CFG = SimpleNamespace(
+    dataset="toy",
+    seed=0,
+    n_max=12,
+    sigma=0.5,
+    tau2s=(1.0, 0.01),
+    num_chains=2,
+    num_warmup=30,
+    num_samples=20,
+    target_acceptance_rate=0.9,
+    svi_steps=50,
+    n_adjusted_seeds=2,
+    adjusted_scan=(1.5,),
+    adjusted_sigma0=0.1,
+    adjusted_eps=0.1,
+)
+
+
+def test_sign_flip_gaps_vanish_for_both_symmetric_priors():
+    gaps = runs.sign_flip_gaps(jax.random.key(0), 50, num_weights=3)
+    assert set(gaps) == set(runs.KINDS) and max(gaps.values()) < 1e-12
+    assert gaps == runs.sign_flip_gaps(jax.random.key(0), 50, num_weights=3)
+    with pytest.raises(ValueError, match="at least one draw"):
+        runs.sign_flip_gaps(jax.random.key(0), 0)
+
+
+def test_pairwise_roots_are_the_identity_and_the_swap():
+    roots_ok, min_gap_away = runs.pairwise_roots(num=5, num_c=801)
+    # 5 points on [-2, 2] without 0: 4 values, 8 pairs with |a| != |b|, two priors each
+    assert len(roots_ok) == len(min_gap_away) == 16
+    assert all(roots_ok) and min(min_gap_away) > 0
+    with pytest.raises(ValueError, match="c_range"):
+        runs.pairwise_roots(c_range=(0.0, 1.0))
+    with pytest.raises(ValueError, match="no pair"):
+        runs.pairwise_roots(num=1)
+
+
+def test_two_weight_data_takes_the_first_input_column(monkeypatch):
+    split = SimpleNamespace(x_train=np.stack([X, -X], axis=1), y_train=Y)
+    monkeypatch.setattr(runs.data, "load_split", lambda name, seed, n_max: split)
+    x, y, beta_hat, tau2_threshold = runs.two_weight_data(CFG)
+    np.testing.assert_allclose(x, X)
+    assert beta_hat == pytest.approx(X @ Y / (X @ X))
+    assert tau2_threshold == pytest.approx(CFG.sigma**2 / abs(X @ Y))
+
+
+def test_figure2_fits_and_tables_plumbing():
+    keys = jax.random.split(jax.random.key(1), 3)
+    fits = runs.figure2_fits(*keys, X, Y, CFG)
+    assert set(fits) == set(CFG.tau2s) and fits[1.0]["w"].shape == (2, 20, 2)
+    table = runs.fits_table(fits, 12, 0.8, 0.05, CFG.sigma)
+    assert table.startswith("12 training rows, β̂ = 0.800") and "| 0.01 |" in table
+    diagnostics = runs.diagnostics_table(fits)
+    assert diagnostics.count("\n") == 2 + len(fits) and "divergences" in diagnostics
+
+
+def test_adjusted_runs_summary_and_table():
+    tau2_c = theory.mfvi_two_layer_optimum(X, Y, CFG.sigma, 1.0)["tau2_critical"]
+    scan = runs.adjusted_runs(jax.random.key(2), X, Y, tau2_c, CFG)
+    assert list(scan) == pytest.approx([0.01, 1.5 * tau2_c])
+    assert scan[0.01]["adjusted"].shape == (2,)
+    summary = runs.adjusted_summary(scan, tau2_c, X, Y, CFG)
+    assert set(summary["trap"]["above"]) == {1.5 * tau2_c}
+    assert summary["grad_plain"] == 0.0 and summary["grad_zero"].shape == (4,)
+    assert np.all(summary["grad_zero"] > 0)  # the adjusted prior breaks the fixed point
+    table = runs.scan_table(scan, tau2_c, 0.1, 0.8)
+    assert table.startswith(f"τ²_c = {tau2_c:.5f}") and "| 1.500 |" in table
+    with pytest.raises(ValueError, match="tau2_critical"):
+        runs.adjusted_runs(jax.random.key(2), X, Y, 0.0, CFG)
