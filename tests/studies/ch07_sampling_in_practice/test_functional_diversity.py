@@ -40,8 +40,9 @@ def test_identical_samples_give_no_significant_pair():
 def test_w2_ratio_is_the_within_chain_share():
     mean, sigma = chains(np.random.default_rng(2))
     out = fd.w2_ratio(KEY, mean, sigma, num_resamples=200)
-    _, within, between, low, high = diagnostics.w2_ratio_bootstrap(KEY, mean, sigma,
-                                                                   num_resamples=200)  # fmt: skip
+    _, within, between, low, high = diagnostics.w2_ratio_bootstrap(
+        KEY, mean, sigma, num_resamples=200
+    )
     assert (out["low"], out["high"]) == (low, high)
     np.testing.assert_array_equal(out["within"], within)
     assert out["ratio"] == pytest.approx(metrics.within_between_ratio(within, between)[0])
@@ -51,8 +52,9 @@ def test_w2_ratio_is_the_within_chain_share():
 
 def test_controls_separate_copies_from_mixed_chains():
     mean, sigma = chains(np.random.default_rng(3), spread_within=0.5, spread_between=0.5)
-    out = fd.diversity_controls(np.random.default_rng(4), KEY, mean, sigma, noise=0.01,
-                                num_resamples=200)  # fmt: skip
+    out = fd.diversity_controls(
+        np.random.default_rng(4), KEY, mean, sigma, noise=0.01, num_resamples=200
+    )
     assert out["copies_high"] < 0.01  # near copies: nothing within chains
     assert out["mixed_low"] < 1.0 < out["mixed_high"] + 0.1  # shuffled: rho near 1
     assert 0.0 <= out["copies_frac"] <= 1.0

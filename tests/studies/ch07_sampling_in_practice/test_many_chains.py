@@ -18,13 +18,19 @@ def test_many_chain_run_samples_the_two_output_network():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(36, 2)).astype(np.float32)
     y = (x[:, 0] - 0.5 * x[:, 1]).astype(np.float32)
-    split = SimpleNamespace(x_train=x[:20], y_train=y[:20], x_val=x[20:28], y_val=y[20:28],
-                            x_test=x[28:], y_test=y[28:])  # fmt: skip
+    split = SimpleNamespace(
+        x_train=x[:20], y_train=y[:20], x_val=x[20:28], y_val=y[20:28], x_test=x[28:], y_test=y[28:]
+    )
     out = many_chains.many_chain_run(
-        jax.random.split(jax.random.PRNGKey(0)), split, hidden=(3, 3), n_chains=3,
-        ensemble=dict(max_epochs=3, batch_size=8), tuning_steps=40, sampling_steps=20,
+        jax.random.split(jax.random.PRNGKey(0)),
+        split,
+        hidden=(3, 3),
+        n_chains=3,
+        ensemble=dict(max_epochs=3, batch_size=8),
+        tuning_steps=40,
+        sampling_steps=20,
         thinning=5,
-    )  # fmt: skip
+    )
     assert out["widths"] == (2, 3, 3, 2) and "log_sigma" not in out["many"]["samples"]
     assert out["mean"].shape == out["sigma"].shape == (3, 4, 8)
     assert np.all(out["sigma"] > 0) and np.isfinite(out["ess"]) and out["seconds"] > 0
@@ -62,19 +68,32 @@ def test_kernel_marginals_gap_is_positive_when_inner_kernels_follow_the_prior():
 
 def tiny_cfg(results=None):
     return SimpleNamespace(
-        dataset="energy", split_seed=0, hidden_many=(3, 3, 3), prior_scale=1.0,
-        tuning_steps_many=40, sampling_steps_many=20, thinning=5, n_orderings=3, n_boot=20,
-        de_learning_rate=0.01, de_weight_decay=0.005, de_max_epochs=3, de_batch_size=8,
-        de_patience=2, many_seeds=(1, 2), many_results=results,
-    )  # fmt: skip
+        dataset="energy",
+        split_seed=0,
+        hidden_many=(3, 3, 3),
+        prior_scale=1.0,
+        tuning_steps_many=40,
+        sampling_steps_many=20,
+        thinning=5,
+        n_orderings=3,
+        n_boot=20,
+        de_learning_rate=0.01,
+        de_weight_decay=0.005,
+        de_max_epochs=3,
+        de_batch_size=8,
+        de_patience=2,
+        many_seeds=(1, 2),
+        many_results=results,
+    )
 
 
 def fake_split(name, seed, n_max=None):
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(36, 2)).astype(np.float32)
     y = (x[:, 0] - 0.5 * x[:, 1]).astype(np.float32)
-    return SimpleNamespace(x_train=x[:20], y_train=y[:20], x_val=x[20:28], y_val=y[20:28],
-                           x_test=x[28:], y_test=y[28:])  # fmt: skip
+    return SimpleNamespace(
+        x_train=x[:20], y_train=y[:20], x_val=x[20:28], y_val=y[20:28], x_test=x[28:], y_test=y[28:]
+    )
 
 
 def test_seed_runs_are_written_read_back_and_committed_only_when_all_are_in(tmp_path, monkeypatch):
@@ -89,8 +108,7 @@ def test_seed_runs_are_written_read_back_and_committed_only_when_all_are_in(tmp_
     with pytest.raises(ValueError, match="n_chains"):
         many_chains.seed_settings(cfg, 1, 0)
     assert many_chains.committed_seeds(cfg, 12) is None
-    (first,) = many_chains.seed_study(cfg, (1,), 12, results_dir=tmp_path / "many",
-                                      profile="full")  # fmt: skip
+    (first,) = many_chains.seed_study(cfg, (1,), 12, results_dir=tmp_path / "many", profile="full")
     assert not first["read"] and len(first["ks"]) == 4 and first["low"] <= first["high"]
     assert first["gains"][0] == pytest.approx(first["lppd"][1] - first["lppd"][0])
     assert many_chains.committed_seeds(cfg, 12) is None  # seed 2 is missing
@@ -110,11 +128,18 @@ def test_a_seed_run_is_the_chapters_computation(monkeypatch):
     split = fake_split("energy", 0)
     keys = jax.random.split(jax.random.PRNGKey(3), 6)
     run = many_chains.many_chain_run(
-        (keys[3], keys[4]), split, hidden=(3, 3, 3), n_chains=12,
-        ensemble=dict(learning_rate=0.01, weight_decay=0.005, max_epochs=3, batch_size=8,
-                      patience=2),
-        prior_scale=1.0, tuning_steps=40, sampling_steps=20, thinning=5,
-    )  # fmt: skip
+        (keys[3], keys[4]),
+        split,
+        hidden=(3, 3, 3),
+        n_chains=12,
+        ensemble=dict(
+            learning_rate=0.01, weight_decay=0.005, max_epochs=3, batch_size=8, patience=2
+        ),
+        prior_scale=1.0,
+        tuning_steps=40,
+        sampling_steps=20,
+        thinning=5,
+    )
     rng = np.random.default_rng(3)
     many_chains.chain_saturation(rng, split.y_test, run["mean"], run["sigma"], n_orderings=3)
     ks = many_chains.kernel_marginals(rng, run["many"]["samples"], num_resamples=20)

@@ -66,13 +66,15 @@ def tiny_split():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(36, 2)).astype(np.float32)
     y = (x[:, 0] - 0.5 * x[:, 1]).astype(np.float32)
-    return SimpleNamespace(x_train=x[:20], y_train=y[:20], x_val=x[20:28], y_val=y[20:28],
-                           x_test=x[28:], y_test=y[28:])  # fmt: skip
+    return SimpleNamespace(
+        x_train=x[:20], y_train=y[:20], x_val=x[20:28], y_val=y[20:28], x_test=x[28:], y_test=y[28:]
+    )
 
 
 def test_ensemble_settings_reads_the_de_keys():
-    cfg = SimpleNamespace(de_learning_rate=0.1, de_weight_decay=0.2, de_max_epochs=3,
-                          de_batch_size=8, de_patience=2)  # fmt: skip
+    cfg = SimpleNamespace(
+        de_learning_rate=0.1, de_weight_decay=0.2, de_max_epochs=3, de_batch_size=8, de_patience=2
+    )
     assert permuted_starts.ensemble_settings(cfg) == dict(
         learning_rate=0.1, weight_decay=0.2, max_epochs=3, batch_size=8, patience=2
     )
@@ -81,10 +83,16 @@ def test_ensemble_settings_reads_the_de_keys():
 def test_permuted_start_run_orders_regular_permuted_and_dead_chains():
     split = tiny_split()
     run = permuted_starts.permuted_start_run(
-        jax.random.split(KEY, 3), split, hidden=(4,), n_chains=2, num_groups=2,
-        ensemble=dict(max_epochs=3, batch_size=8), tuning_steps=40, sampling_steps=10,
+        jax.random.split(KEY, 3),
+        split,
+        hidden=(4,),
+        n_chains=2,
+        num_groups=2,
+        ensemble=dict(max_epochs=3, batch_size=8),
+        tuning_steps=40,
+        sampling_steps=10,
         thinning=5,
-    )  # fmt: skip
+    )
     assert run["mean"].shape == (2 + 2 * 2 + 1, 2, 8) and run["sigma"].shape == (7, 2)
     np.testing.assert_array_equal(run["regular"], [0, 1])
     np.testing.assert_array_equal(run["groups"][1], [4, 5])
@@ -119,5 +127,10 @@ def test_dead_start_summary_counts_active_units_of_the_dead_chain():
     samples = {k: np.stack([np.stack([live[k], dead[k]])] * 2) for k in live}  # (chains, samples)
     run = {"starts": stack, "bde": {"samples": samples}, "dead": 1, "regular": np.array([0])}
     out = permuted_starts.dead_start_summary(run, np.array([0.5, -1.0]), x)
-    assert out == {"dead": -1.0, "warm": 0.5, "active_start": 0, "active_first": 3,
-                   "active_last": 0}  # fmt: skip
+    assert out == {
+        "dead": -1.0,
+        "warm": 0.5,
+        "active_start": 0,
+        "active_first": 3,
+        "active_last": 0,
+    }

@@ -11,16 +11,26 @@ from bnn_posteriors.cli import main as cli
 from bnn_posteriors.site import profiles
 from bnn_posteriors.studies.ch07_sampling_in_practice import prior_scales as study
 
-TINY = dict(n_chains=2, split_seed=0, n_max=None, tuning_steps=40, sampling_steps=10,
-            thinning=5, width=4, max_epochs=3, batch_size=8)  # fmt: skip
+TINY = dict(
+    n_chains=2,
+    split_seed=0,
+    n_max=None,
+    tuning_steps=40,
+    sampling_steps=10,
+    thinning=5,
+    width=4,
+    max_epochs=3,
+    batch_size=8,
+)
 
 
 def fake_split(name, seed, n_max=None):
     rng = np.random.default_rng(len(name) + seed)
     x = rng.normal(size=(36, 2)).astype(np.float32)
     y = (x[:, 0] - 0.5 * x[:, 1]).astype(np.float32)
-    return SimpleNamespace(x_train=x[:20], y_train=y[:20], x_val=x[20:28], y_val=y[20:28],
-                           x_test=x[28:], y_test=y[28:])  # fmt: skip
+    return SimpleNamespace(
+        x_train=x[:20], y_train=y[:20], x_val=x[20:28], y_val=y[20:28], x_test=x[28:], y_test=y[28:]
+    )
 
 
 def test_a_cell_scores_every_scale_with_paired_chains(monkeypatch):
@@ -50,8 +60,9 @@ def test_committed_cells_are_read_back_and_other_settings_recomputed(tmp_path, m
     monkeypatch.setattr(
         study, "prior_scale_cell", lambda s, **kw: computed.append(s) or real(s, **kw)
     )
-    first = study.prior_scale_study(1, ("energy",), (1, 2), (1.0,), results_dir=tmp_path,
-                                    profile="full", **TINY)  # fmt: skip
+    first = study.prior_scale_study(
+        1, ("energy",), (1, 2), (1.0,), results_dir=tmp_path, profile="full", **TINY
+    )
     files = sorted(p.name for p in tmp_path.glob("*.json"))
     assert files == ["energy_depth1_seed1.json", "energy_depth2_seed1.json"]
     assert [study.cell_name(c["settings"]) for c in first] == [f[:-5] for f in files]
@@ -84,8 +95,12 @@ def test_chapter_arguments_follow_the_profiles():
 
 def test_the_command_writes_cells_and_resumes(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(study.data, "load_split", fake_split)
-    tiny = {**study.chapter_arguments(profiles.settings("07_sampling_in_practice", "quick")),
-            **TINY, "grid": (1.0,), "learning_rate": 0.01}  # fmt: skip
+    tiny = {
+        **study.chapter_arguments(profiles.settings("07_sampling_in_practice", "quick")),
+        **TINY,
+        "grid": (1.0,),
+        "learning_rate": 0.01,
+    }
     monkeypatch.setattr(study, "chapter_arguments", lambda cfg: dict(tiny))
     argv = ["prior-scales", "--datasets", "energy", "--depths", "1", "--out", str(tmp_path)]
     assert cli.main(argv) == 0
@@ -119,11 +134,19 @@ def test_committed_cells_hold_the_full_profiles_settings():
 def test_scale_comparison_ranks_and_pairs_the_scales():
     settings = {"grid": [10.0, 1.0, 0.1, 0.25]}
     cells = [  # scale 1 best by LPPD in both cells, 0.1 worst; chain 0 of cell 0 is an outlier
-        {"settings": settings, "lppd": [0.2, 0.5, -0.5, 0.4], "rmse": [0.3, 0.2, 0.6, 0.25],
-         "chain_lppd": [[0.1, 0.6, -0.4, 1.6], [0.3, 0.4, -0.6, 0.1]]},
-        {"settings": settings, "lppd": [0.0, 0.3, -0.2, 0.1], "rmse": [0.4, 0.3, 0.5, 0.35],
-         "chain_lppd": [[0.0, 0.3, -0.2, 0.2], [0.1, 0.3, -0.1, 0.0]]},
-    ]  # fmt: skip
+        {
+            "settings": settings,
+            "lppd": [0.2, 0.5, -0.5, 0.4],
+            "rmse": [0.3, 0.2, 0.6, 0.25],
+            "chain_lppd": [[0.1, 0.6, -0.4, 1.6], [0.3, 0.4, -0.6, 0.1]],
+        },
+        {
+            "settings": settings,
+            "lppd": [0.0, 0.3, -0.2, 0.1],
+            "rmse": [0.4, 0.3, 0.5, 0.35],
+            "chain_lppd": [[0.0, 0.3, -0.2, 0.2], [0.1, 0.3, -0.1, 0.0]],
+        },
+    ]
     out = study.scale_comparison(np.random.default_rng(0), cells, 3, num_resamples=500)
     np.testing.assert_array_equal(out["ranks"], [[2, 1, 3], [2, 1, 3]])
     np.testing.assert_array_equal(out["rmse_ranks"], [[2, 1, 3], [2, 1, 3]])
@@ -138,9 +161,14 @@ def test_scale_comparison_ranks_and_pairs_the_scales():
 
 def test_committed_cells_are_all_the_cells_or_none(tmp_path, monkeypatch):
     monkeypatch.setattr(study.data, "load_split", fake_split)
-    tiny = {**study.chapter_arguments(profiles.settings("07_sampling_in_practice", "quick")),
-            **TINY, "grid": (1.0,), "learning_rate": 0.01, "datasets": ("energy",),
-            "depths": (1, 2)}  # fmt: skip
+    tiny = {
+        **study.chapter_arguments(profiles.settings("07_sampling_in_practice", "quick")),
+        **TINY,
+        "grid": (1.0,),
+        "learning_rate": 0.01,
+        "datasets": ("energy",),
+        "depths": (1, 2),
+    }
     monkeypatch.setattr(study, "chapter_arguments", lambda cfg: dict(tiny))
     monkeypatch.setattr(study, "chapter_results_dir", lambda cfg: tmp_path)
     cfg = profiles.settings("07_sampling_in_practice", "full")
@@ -159,8 +187,10 @@ def rank_cells(lppd_rows, rmse_rows=None, grid=(10.0, 1.0, 0.1, 0.25), depths=No
     """Cells with only what the rank clauses read (grid, depth, LPPD, RMSE per scale)."""
     rmse_rows = [[-v for v in row] for row in lppd_rows] if rmse_rows is None else rmse_rows
     depths = [1 + i % 2 for i in range(len(lppd_rows))] if depths is None else depths
-    return [{"settings": {"grid": list(grid), "depth": d}, "lppd": list(a), "rmse": list(b)}
-            for a, b, d in zip(lppd_rows, rmse_rows, depths, strict=True)]  # fmt: skip
+    return [
+        {"settings": {"grid": list(grid), "depth": d}, "lppd": list(a), "rmse": list(b)}
+        for a, b, d in zip(lppd_rows, rmse_rows, depths, strict=True)
+    ]
 
 
 def test_cell_ranks_put_the_best_scale_first():
@@ -204,8 +234,9 @@ def test_rank_clauses_fail_when_scale_1_ranks_last():
 def test_rank_clauses_are_inconclusive_when_glorot_ranks_on_both_sides_of_1():
     better = [[0.2, 0.5, -0.5, 0.6]] * 3  # Glorot first: 1 second
     worse = [[0.2, 0.5, -0.5, 0.3]] * 3
-    out = study.rank_clauses(np.random.default_rng(0), rank_cells(better + worse), 3,
-                             num_resamples=500)  # fmt: skip
+    out = study.rank_clauses(
+        np.random.default_rng(0), rank_cells(better + worse), 3, num_resamples=500
+    )
     assert out["low"][3] < 0 < out["high"][3] and out["outcome"] == "inconclusive"
     assert not out["decided"] and out["supported"][:3].all()
 
@@ -224,7 +255,11 @@ def test_the_committed_cells_decide_the_rank_clauses_as_locked():
     cells = study.committed_cells(full)
     if cells is None:
         pytest.skip("the committed cells of results/ch7_prior_scale/ are not all there")
-    out = study.rank_clauses(np.random.default_rng([full.seed, 76]), cells, len(full.scales),
-                             num_resamples=full.n_boot_pairs)  # fmt: skip
+    out = study.rank_clauses(
+        np.random.default_rng([full.seed, 76]),
+        cells,
+        len(full.scales),
+        num_resamples=full.n_boot_pairs,
+    )
     assert out["n_cells"] == 8 and out["supported"][[0, 1, 2, 4, 5, 6]].all()
     assert out["low"][3] < 0 < out["high"][3] and out["outcome"] == "inconclusive"

@@ -49,8 +49,15 @@ def w2_ratio(rng_key, mean, sigma, *, num_resamples: int) -> dict:
         rng_key, mean, sigma, num_resamples=num_resamples
     )
     ratio, mean_within, mean_between = metrics.within_between_ratio(within, between)
-    return {"w2_all": w2_all, "within": within, "ratio": ratio, "mean_within": mean_within,
-            "mean_between": mean_between, "low": low, "high": high}  # fmt: skip
+    return {
+        "w2_all": w2_all,
+        "within": within,
+        "ratio": ratio,
+        "mean_within": mean_within,
+        "mean_between": mean_between,
+        "low": low,
+        "high": high,
+    }
 
 
 def diversity_controls(rng, rng_key, mean, sigma, *, noise: float, num_resamples: int) -> dict:

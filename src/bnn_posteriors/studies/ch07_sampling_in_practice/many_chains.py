@@ -38,20 +38,37 @@ def many_chain_run(
     key_de, key_chains = rng_keys
     widths = (split.x_train.shape[1], *hidden, 2)  # mean and log scale
     members, _ = ensembles.train_ensemble(
-        key_de, split.x_train, split.y_train, split.x_val, split.y_val,
-        widths=widths, n_members=n_chains, heteroscedastic=True, **ensemble,
-    )  # fmt: skip
+        key_de,
+        split.x_train,
+        split.y_train,
+        split.x_val,
+        split.y_val,
+        widths=widths,
+        n_members=n_chains,
+        heteroscedastic=True,
+        **ensemble,
+    )
     start = time.perf_counter()
     many = mile.run_bde(
-        key_chains, split.x_train, split.y_train,
+        key_chains,
+        split.x_train,
+        split.y_train,
         mile.warm_start_positions(members, heteroscedastic=True),
-        widths=widths, heteroscedastic=True, **bde_kwargs,
-    )  # fmt: skip
+        widths=widths,
+        heteroscedastic=True,
+        **bde_kwargs,
+    )
     seconds = time.perf_counter() - start
     mean, sigma = (np.asarray(a) for a in mile.predict(many["samples"], split.x_test))
     ess = diagnostics.within_chain_ess(np.asarray(many["logdensity"])[..., None])
-    return {"many": many, "mean": mean, "sigma": sigma, "ess": ess, "widths": widths,
-            "seconds": seconds}  # fmt: skip
+    return {
+        "many": many,
+        "mean": mean,
+        "sigma": sigma,
+        "ess": ess,
+        "widths": widths,
+        "seconds": seconds,
+    }
 
 
 def chain_saturation(rng, y, mean, sigma, *, n_orderings: int) -> dict:
@@ -64,9 +81,15 @@ def chain_saturation(rng, y, mean, sigma, *, n_orderings: int) -> dict:
     cum = metrics.cumulative_lppd(rng, y, mean, sigma, n_orderings=n_orderings)
     cum_mean = cum.mean(axis=0)
     lppd_1, lppd_10, lppd_max = (float(cum_mean[i]) for i in (0, 9, -1))
-    return {"cum": cum, "cum_mean": cum_mean, "lppd_1": lppd_1, "lppd_10": lppd_10,
-            "lppd_max": lppd_max, "gain_1_10": lppd_10 - lppd_1,
-            "gain_10_max": lppd_max - lppd_10}  # fmt: skip
+    return {
+        "cum": cum,
+        "cum_mean": cum_mean,
+        "lppd_1": lppd_1,
+        "lppd_10": lppd_10,
+        "lppd_max": lppd_max,
+        "gain_1_10": lppd_10 - lppd_1,
+        "gain_10_max": lppd_max - lppd_10,
+    }
 
 
 def kernel_marginals(rng, samples: dict, *, num_resamples: int) -> dict:
@@ -91,8 +114,15 @@ def kernel_marginals(rng, samples: dict, *, num_resamples: int) -> dict:
     low, high = diagnostics.ks_gap_bootstrap(rng, ecdfs, n_chains, num_resamples=num_resamples)
     inner = float(np.mean(ks[1:-1]))
     outer = float(min(ks[0], ks[-1]))
-    return {"ks": ks, "ks_bias": ks_bias, "inner": inner, "outer": outer,
-            "gap": outer - inner, "low": low, "high": high}  # fmt: skip
+    return {
+        "ks": ks,
+        "ks_bias": ks_bias,
+        "inner": inner,
+        "outer": outer,
+        "gap": outer - inner,
+        "low": low,
+        "high": high,
+    }
 
 
 # ------------------------------------------------------------------ committed runs per seed
@@ -106,15 +136,23 @@ def seed_settings(cfg, seed: int, n_chains: int) -> dict:
     """Everything that decides chapter 7's many-chain run (C7.3, C7.4) under ``seed``, as plain
     JSON values: the data, network, budgets and ensemble settings of ``cfg`` (the chapter's
     ``profiles.settings``), ``n_chains`` chains, and the computation's version."""
-    return provenance.to_json({
-        "seed": int(seed), "dataset": cfg.dataset, "split_seed": cfg.split_seed,
-        "hidden": list(cfg.hidden_many), "n_chains": positive_int("n_chains", n_chains),
-        "prior_scale": cfg.prior_scale, "tuning_steps": cfg.tuning_steps_many,
-        "sampling_steps": cfg.sampling_steps_many, "thinning": cfg.thinning,
-        "n_orderings": cfg.n_orderings, "n_boot": cfg.n_boot,
-        "ensemble": dict(sorted(ensemble_settings(cfg).items())),
-        "version": f"{SEED_VERSION}/{mile.CACHE_VERSION}",
-    })  # fmt: skip
+    return provenance.to_json(
+        {
+            "seed": int(seed),
+            "dataset": cfg.dataset,
+            "split_seed": cfg.split_seed,
+            "hidden": list(cfg.hidden_many),
+            "n_chains": positive_int("n_chains", n_chains),
+            "prior_scale": cfg.prior_scale,
+            "tuning_steps": cfg.tuning_steps_many,
+            "sampling_steps": cfg.sampling_steps_many,
+            "thinning": cfg.thinning,
+            "n_orderings": cfg.n_orderings,
+            "n_boot": cfg.n_boot,
+            "ensemble": dict(sorted(ensemble_settings(cfg).items())),
+            "version": f"{SEED_VERSION}/{mile.CACHE_VERSION}",
+        }
+    )
 
 
 def seed_run(settings: dict, *, cache_dir: bool | Path = False) -> dict:
@@ -135,12 +173,20 @@ def seed_run(settings: dict, *, cache_dir: bool | Path = False) -> dict:
     keys = jax.random.split(jax.random.PRNGKey(s["seed"]), 6)
     rng = np.random.default_rng(s["seed"])
     run = many_chain_run(
-        (keys[3], keys[4]), split, hidden=s["hidden"], n_chains=s["n_chains"],
-        ensemble=s["ensemble"], prior_scale=s["prior_scale"], tuning_steps=s["tuning_steps"],
-        sampling_steps=s["sampling_steps"], thinning=s["thinning"], cache_dir=cache_dir,
-    )  # fmt: skip
-    sat = chain_saturation(rng, split.y_test, run["mean"], run["sigma"],
-                           n_orderings=s["n_orderings"])  # fmt: skip
+        (keys[3], keys[4]),
+        split,
+        hidden=s["hidden"],
+        n_chains=s["n_chains"],
+        ensemble=s["ensemble"],
+        prior_scale=s["prior_scale"],
+        tuning_steps=s["tuning_steps"],
+        sampling_steps=s["sampling_steps"],
+        thinning=s["thinning"],
+        cache_dir=cache_dir,
+    )
+    sat = chain_saturation(
+        rng, split.y_test, run["mean"], run["sigma"], n_orderings=s["n_orderings"]
+    )
     ks = kernel_marginals(rng, run["many"]["samples"], num_resamples=s["n_boot"])
     return {
         "settings": s,
@@ -162,9 +208,16 @@ def seed_path(directory: Path | str, settings: dict) -> Path:
     return parts.part_path(directory, seed_name(settings))
 
 
-def seed_study(cfg, seeds: Sequence[int], n_chains: int, *, results_dir=None,
-               cache_dir: bool | Path = False, profile: str | None = None,
-               report=None) -> list[dict]:  # fmt: skip
+def seed_study(
+    cfg,
+    seeds: Sequence[int],
+    n_chains: int,
+    *,
+    results_dir=None,
+    cache_dir: bool | Path = False,
+    profile: str | None = None,
+    report=None,
+) -> list[dict]:
     """:func:`seed_run` for every seed; with ``results_dir`` each run is written there as soon
     as it is done and read back by a later call with the same settings (``"read": True``).
     ``report`` is called with each run (a progress line)."""
@@ -172,9 +225,11 @@ def seed_study(cfg, seeds: Sequence[int], n_chains: int, *, results_dir=None,
     for seed in seeds:
         s = seed_settings(cfg, seed, n_chains)
         run = parts.resumed_part(
-            None if results_dir is None else seed_path(results_dir, s), s,
-            lambda s=s: seed_run(s, cache_dir=cache_dir), profile=profile,
-        )  # fmt: skip
+            None if results_dir is None else seed_path(results_dir, s),
+            s,
+            lambda s=s: seed_run(s, cache_dir=cache_dir),
+            profile=profile,
+        )
         if report is not None:
             report(run)
         out.append(run)

@@ -102,17 +102,24 @@ def permuted_start_run(
     key_de, key_perm, key_bde = rng_keys
     widths = (split.x_train.shape[1], *hidden, 1)
     members, _ = ensembles.train_ensemble(
-        key_de, split.x_train, split.y_train, split.x_val, split.y_val,
-        widths=widths, n_members=n_chains, **ensemble,
-    )  # fmt: skip
+        key_de,
+        split.x_train,
+        split.y_train,
+        split.x_val,
+        split.y_val,
+        widths=widths,
+        n_members=n_chains,
+        **ensemble,
+    )
     groups = permuted_groups(key_perm, members, num_groups, n_chains)
     dead = nets.dead_relu_start(ensembles.member(members, 0), layer=0, x=split.x_train)
     starts = chain_starts(members, groups, (dead,))
     x = split.x_test
     test_gap = [
         float(jnp.max(jnp.abs(nets.mlp_apply(p, x) - nets.mlp_apply(g[0], x))))
-        for g in groups for p in g[1:]
-    ]  # fmt: skip
+        for g in groups
+        for p in g[1:]
+    ]
     start = time.perf_counter()
     bde = mile.run_bde(key_bde, split.x_train, split.y_train, starts, widths=widths, **bde_kwargs)
     seconds = time.perf_counter() - start

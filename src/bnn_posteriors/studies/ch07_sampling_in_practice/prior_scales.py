@@ -100,17 +100,29 @@ def prior_scale_cell(
     widths = (sp.x_train.shape[1], *(s["width"],) * s["depth"], 1)
     key = cell_key(s["seed"], s["dataset"], s["depth"])
     warm, _ = ensembles.train_ensemble(
-        key, sp.x_train, sp.y_train, sp.x_val, sp.y_val, widths=widths,
-        n_members=s["n_chains"], **s["ensemble"],
-    )  # fmt: skip
+        key,
+        sp.x_train,
+        sp.y_train,
+        sp.x_val,
+        sp.y_val,
+        widths=widths,
+        n_members=s["n_chains"],
+        **s["ensemble"],
+    )
     starts = mile.warm_start_positions(warm)
     out = mile.run_bde(  # chain i * n_chains + k: scale grid[i], warm start k
-        jax.random.fold_in(key, 1), sp.x_train, sp.y_train,
+        jax.random.fold_in(key, 1),
+        sp.x_train,
+        sp.y_train,
         jax.tree.map(lambda a: jnp.concatenate([a] * len(grid)), starts),
-        widths=widths, prior_scale=np.repeat(grid, s["n_chains"]),
-        tuning_steps=s["tuning_steps"], sampling_steps=s["sampling_steps"],
-        thinning=s["thinning"], cache_dir=cache_dir, progress=progress,
-    )  # fmt: skip
+        widths=widths,
+        prior_scale=np.repeat(grid, s["n_chains"]),
+        tuning_steps=s["tuning_steps"],
+        sampling_steps=s["sampling_steps"],
+        thinning=s["thinning"],
+        cache_dir=cache_dir,
+        progress=progress,
+    )
     m, sd = (np.asarray(a) for a in mile.predict(out["samples"], sp.x_test))
     m = m.reshape(len(grid), s["n_chains"], *m.shape[1:])
     sd = sd.reshape(len(grid), s["n_chains"], -1)
@@ -121,7 +133,7 @@ def prior_scale_cell(
         "chain_lppd": [
             [float(metrics.lppd(sp.y_test, m[i, k], sd[i, k][:, None])) for i in range(len(grid))]
             for k in range(s["n_chains"])
-        ],  # fmt: skip
+        ],
         "wall_s": time.perf_counter() - start,
     }
 
@@ -203,10 +215,11 @@ def prior_scale_study(
         for depth in depths:
             s = cell_settings(seed, name, depth, grid, **settings)
             cell = parts.resumed_part(
-                None if results_dir is None else cell_path(results_dir, s), s,
+                None if results_dir is None else cell_path(results_dir, s),
+                s,
                 lambda s=s: prior_scale_cell(s, cache_dir=cache_dir, progress=progress),
                 profile=profile,
-            )  # fmt: skip
+            )
             if report is not None:
                 report(cell)
             cells.append(cell)
@@ -285,12 +298,18 @@ def three_way(low, high) -> dict:
     supported, contradicted = low > 0, high < 0
     decided = bool(np.all(supported | contradicted) or np.any(contradicted))
     outcome = (
-        "not reproduced" if np.any(contradicted)
-        else "reproduced" if np.all(supported)
+        "not reproduced"
+        if np.any(contradicted)
+        else "reproduced"
+        if np.all(supported)
         else "inconclusive"
-    )  # fmt: skip
-    return {"supported": supported, "contradicted": contradicted, "decided": decided,
-            "outcome": outcome}  # fmt: skip
+    )
+    return {
+        "supported": supported,
+        "contradicted": contradicted,
+        "decided": decided,
+        "outcome": outcome,
+    }
 
 
 def rank_clauses(
@@ -334,8 +353,10 @@ def rank_clauses(
     k = positive_int("n_ranked", n_ranked)
     ranked = grid[:k]
     if glorot in ranked or {1.0, small, large} - set(ranked):
-        raise ValueError(f"the first {k} scales {ranked} must hold 1, {small:g} and {large:g} "
-                         f"but not the Glorot scale {glorot:g}")  # fmt: skip
+        raise ValueError(
+            f"the first {k} scales {ranked} must hold 1, {small:g} and {large:g} "
+            f"but not the Glorot scale {glorot:g}"
+        )
     with_glorot = [*range(k), grid.index(glorot)]
     columns, ranks, glorot_ranks, depth_rank_1 = [], {}, {}, {}
     depths = np.array([c["settings"]["depth"] for c in cells])
@@ -351,8 +372,9 @@ def rank_clauses(
             rg[:, -1] - rg[:, one],
         ]
         ranks[metric], glorot_ranks[metric] = r, rg
-        depth_rank_1[metric] = {int(d): float(r[depths == d, one].mean())
-                                for d in sorted(set(depths.tolist()))}  # fmt: skip
+        depth_rank_1[metric] = {
+            int(d): float(r[depths == d, one].mean()) for d in sorted(set(depths.tolist()))
+        }
     advantage = np.stack(columns, axis=1).astype(float)  # (cells, 8)
     mean, low, high = diagnostics.paired_bootstrap(rng, advantage, num_resamples=num_resamples)
     return {

@@ -1,0 +1,229 @@
+"""Chapter 7's evidence (:mod:`bnn_posteriors.studies.ch07_sampling_in_practice.evidence`):
+each function on a small synthetic result gives the value, rule and expectation of its
+check, and a broken input gives the failing value."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from bnn_posteriors.claims import rules
+from bnn_posteriors.claims.checking import Evidence
+from bnn_posteriors.studies.ch07_sampling_in_practice import evidence as ev
+from bnn_posteriors.studies.ch07_sampling_in_practice import prior_scales
+
+RNG = np.random.default_rng(0)
+
+
+def passes(e: Evidence) -> bool:
+    """Whether the check's rule holds for the evidence (the checker's own rules)."""
+    return bool(rules.evaluate(e.rule, e.value, e.expect, e.tol, e.rtol)[0])
+
+
+CFG = SimpleNamespace(
+    de_learning_rate=1e-3,
+    de_weight_decay=1e-2,
+    de_batch_size=32,
+    de_patience=10,
+    hidden=(16, 16, 16),
+    tuning_steps=10,
+    sampling_steps=20,
+    thinning=2,
+    scales=(0.1, 0.5, 1.0, 2.0, 10.0),
+    prior_chains=2,
+)
+FULL = SimpleNamespace(
+    tuning_steps=100,
+    sampling_steps=200,
+    thinning=10,
+    n_chains_many=200,
+    n_chains_many_accelerator=2000,
+    tuning_steps_many=50,
+    sampling_steps_many=60,
+    many_seeds=(1, 2),
+    many_results="ch7_many_chains",
+    prior_depths=(1, 2),
+    prior_chains=4,
+    prior_tuning_steps=100,
+    prior_sampling_steps=200,
+)
+
+
+def test_show_and_values(monkeypatch):
+    glued = {}
+    monkeypatch.setattr(ev.tables, "glue_values", glued.update)
+    ev.show({"a": 1})
+    assert glued == {"a": 1}
+    with pytest.raises(TypeError, match="mapping"):
+        ev.show([1])
+    values = ev.method_values(CFG)
+    assert values["hidden_first"] == 16 and values["ci_level"] == 95
+    assert values["tuning_fractions_text"].count("/") == 2
+
+
+def test_run_tables():
+    log_sigma = RNG.normal(size=(5, 8))
+    run = dict(
+        mean=np.zeros((5, 8, 3)),
+        f_gap=1e-7,
+        seconds=3.0,
+        bde={"step_size": np.full(5, 0.1), "samples": {"log_sigma": log_sigma}},
+        regular=np.arange(2),
+        groups=[np.arange(2, 4)],
+    )
+    assert "5 × 8" in ev.run_table(run) and "1.0e-07" in ev.run_table(run)
+    table = ev.diagnostics_table(run)
+    assert table.count("\n") == 4 and "regular" in table and "permuted" in table
+    with pytest.raises(ValueError, match="lacks"):
+        ev.run_table({"mean": 1})
+
+
+def test_c7_1():
+    lppds = dict(regular=0.8, permuted=np.array([0.78, 0.75]), best_permuted=np.array([0.6, 0.7]))
+    beat, trail = ev.c7_1_evidence(lppds)
+    assert (beat.claim, beat.rule, beat.expect) == ("C7.1", "greater", 0.0)
+    assert beat.value == pytest.approx(0.05) and passes(beat)
+    assert (trail.rule, trail.expect) == ("less", ev.PERM_GAP_BOUND)
+    assert trail.value == pytest.approx(0.035) and passes(trail)
+    assert beat.glue["permuted_groups"] == 2 and "member 2" in beat.table
+    broken = dict(lppds, permuted=np.array([0.5, 0.75]))  # worse than its best chain
+    assert not passes(ev.c7_1_evidence(broken)[0]) and not passes(ev.c7_1_evidence(broken)[1])
+    with pytest.raises(ValueError, match="one entry per group"):
+        ev.c7_1_evidence(dict(lppds, best_permuted=np.array([0.6])))
+
+
+def test_c7_2_and_reports():
+    z = dict(frac_significant=0.9, frac_significant_paper=0.1, frac_by_chain=[0.8, 1.0])
+    ratio = dict(
+        ratio=0.4, low=0.3, high=0.5, mean_within=0.2, mean_between=0.5, within=np.array([0.2, 0.2])
+    )
+    sig, low, high = ev.c7_2_evidence(z, ratio, floor=0.1)
+    assert [e.rule for e in (sig, low, high)] == ["greater", "greater", "less"]
+    assert (sig.value, low.value, high.value) == (0.9, 0.3, 0.5)
+    assert all(passes(e) for e in (sig, low, high)) and "over 2 regular" in sig.note
+    copies = dict(ratio, low=0.001, high=0.002)  # near copies of one sample: negligible
+    assert not passes(ev.c7_2_evidence(dict(z, frac_significant=0.2), copies, floor=0.1)[1])
+    glue, table = ev.z_test_report(z)
+    assert glue == {"frac_significant": 90.0, "frac_significant_paper": 10.0} and "chain 2" in table
+    glue, table = ev.w2_ratio_report(ratio, floor=0.1, num_resamples=50)
+    assert glue["n_regular"] == 2 and "0.400 [0.300, 0.500]" in table
+    ctrl = dict(
+        copies_frac=0.95, copies_low=0.001, copies_high=0.002, mixed_low=0.9, mixed_high=1.1
+    )
+    glue, table = ev.controls_report(ctrl, noise=0.01)
+    assert glue["ctrl_copies_frac"] == 95.0 and "[0.900, 1.100]" in table
+    with pytest.raises(ValueError, match="lacks"):
+        ev.c7_2_evidence({}, ratio, floor=0.1)
+
+
+def test_c7_3_and_reports():
+    sat = dict(
+        cum=np.ones((3, 20)),
+        cum_mean=np.linspace(0.5, 0.8, 20),
+        lppd_1=0.5,
+        lppd_10=0.7,
+        lppd_max=0.8,
+        gain_1_10=0.2,
+        gain_10_max=0.1,
+    )
+    e = ev.c7_3_evidence(sat, n_orderings=3)
+    assert e.rule == "decreasing" and list(e.value) == [0.2, 0.1] and passes(e)
+    assert "10->20 chains" in e.note
+    assert not passes(ev.c7_3_evidence(dict(sat, gain_10_max=0.3), n_orderings=3))
+    glue, table = ev.saturation_report(sat, n_orderings=3)
+    assert glue["authors_lppd_1"] == 0.614 and "gain 10 → 20" in table
+    many = dict(mean=np.zeros((4, 6, 2)), seconds=1.0, ess=12.0)
+    glue, table = ev.many_run_report(many, device="cpu")
+    assert glue == {"n_chains_many": 4} and "4 × 6" in table
+
+
+def test_c7_4():
+    ks = dict(
+        ks=[0.3, 0.1, 0.1, 0.2],
+        ks_bias=[0.1] * 4,
+        inner=0.1,
+        outer=0.2,
+        gap=0.1,
+        low=0.05,
+        high=0.15,
+    )
+    glue, table = ev.ks_report(ks, num_resamples=10)
+    assert glue["ks_gap_low"] == 0.05 and "Δ_KS = 0.1000" in table
+    e = ev.c7_4_evidence(ks, None, FULL, n_chains=20, n_boot=10)
+    assert (e.rule, e.expect, e.committed, e.table) == ("greater", 0.0, None, None)
+    assert list(e.value) == [0.05] and passes(e) and e.glue["c74_basis"] == "this build's 20 chains"
+    runs = [
+        dict(settings={"seed": s, "n_chains": 200}, ks=ks["ks"], gap=0.1, low=lo, high=0.2)
+        for s, lo in ((1, 0.02), (2, -0.01))
+    ]
+    e = ev.c7_4_evidence(ks, runs, FULL, n_chains=20, n_boot=10)
+    assert list(e.value) == [0.02, -0.01] and not passes(e)
+    assert e.committed == "results/ch7_many_chains" and e.table.count("\n") == 4
+    with pytest.raises(ValueError, match="empty"):
+        ev.c7_4_evidence(ks, [], FULL, n_chains=20, n_boot=10)
+
+
+def test_c7_5():
+    dead = dict(dead=0.5, warm=0.6, active_start=0, active_first=12, active_last=14)
+    e = ev.c7_5_evidence(dead, hidden_first=16)
+    assert (e.rule, e.expect) == ("greater", ev.DEAD_GAP_FLOOR)
+    assert e.value == pytest.approx(0.1) and not passes(e)
+    assert e.glue["dead_vs_warm"] == "within 0.25 nats of" and "0, 12, 14" in e.table
+    stuck = ev.c7_5_evidence(dict(dead, dead=-1.0, active_first=0), hidden_first=16)
+    assert passes(stuck) and stuck.glue["dead_vs_warm"] == "below"
+
+
+def cells(n_cells: int = 4, one_best: bool = True):
+    grid = [*CFG.scales, 0.25]
+    out = []
+    for i in range(n_cells):
+        lppd = [0.1, 0.6, 1.0, 0.7, -0.5, 0.9 if i % 2 else 1.1]
+        if not one_best:
+            lppd[2] = -2.0
+        rmse = [1.0 - v / 10 for v in lppd]
+        chain = [[v + 0.01 * k for v in lppd] for k in range(3)]
+        settings = {"grid": grid, "depth": 1 + i % 2, "dataset": ("airfoil", "energy")[i // 2]}
+        out.append(dict(settings=settings, lppd=lppd, rmse=rmse, chain_lppd=chain, wall_s=1.0))
+    return out
+
+
+def test_c7_6():
+    basis = cells()
+    rk = prior_scales.rank_clauses(np.random.default_rng(0), basis, 5, num_resamples=100)
+    kw = dict(scales=CFG.scales, glorot=0.25, committed=True)
+    glue, table = ev.rank_report(rk, **kw)
+    assert (glue["glorot_worse"], glue["glorot_better"]) == (2, 2) and "depth" in table
+    assert glue["rank1_lppd"] == 1.0 and "rk_LPPD_glorot_low" in glue
+    broken = ev.scale_one_last(basis)
+    assert all(c["lppd"][2] < min(c["lppd"][:2] + c["lppd"][3:]) for c in broken)
+    rk_broken = prior_scales.rank_clauses(np.random.default_rng(0), broken, 5, num_resamples=100)
+    e = ev.c7_6_rank_evidence(rk, rk_broken, **kw)
+    assert (e.rule, e.expect, e.committed) == ("greater", 0.0, ev.PRIOR_RESULTS)
+    assert not e.gate.passed and "contain 0" in e.gate.why  # the Glorot clause is undecided
+    assert e.glue["broken_outcome"] == "not reproduced" and "scale 1 last" in e.table
+    assert not passes(ev.c7_6_rank_evidence(rk_broken, rk_broken, **kw))
+    missing = ev.c7_6_rank_evidence(rk, rk_broken, **dict(kw, committed=False))
+    assert missing.committed is None and "missing" in missing.gate.why
+    cmp = prior_scales.scale_comparison(np.random.default_rng(0), basis, 5, num_resamples=50)
+    paired = ev.c7_6_paired_evidence(cmp, cmp, basis, glorot=0.25, committed=True)
+    assert paired.finding == "paired-lppd" and paired.rule == "greater"
+    assert np.allclose(paired.value[:2], [0.9 - 0.01, 1.5 - 0.01], atol=0.02)
+    assert paired.glue["paper_verdict_small"] == "lies above 0 (worse than scale 1)"
+    assert paired.glue["paper_large_worst"].startswith("airfoil")
+    with pytest.raises(ValueError, match="scale 1"):
+        ev.scale_one_last([dict(settings={"grid": [0.5]}, lppd=[1.0], rmse=[1.0])])
+    assert "cells × 6 scales" in ev.scale_table(basis, cmp, n_chains=3)
+    assert ev.prior_settings_values(CFG, FULL)["full_depths_text"] == "1, 2"
+
+
+def test_notes_values(tmp_path):
+    values = ev.notes_values(CFG, FULL, root=None)
+    assert values["gpu_ks_gap_low"] == "(not run)" and values["full_chains_gpu"] == 2000
+    path = tmp_path.joinpath(*ev.GPU_RECORDS)
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        '{"id": "C7.4", "value": 0.0123, "profile": "full", "status": "reproduced", "time": "t"}\n'
+    )
+    assert ev.notes_values(CFG, FULL, root=tmp_path)["gpu_ks_gap_low"] == "0.0123"
