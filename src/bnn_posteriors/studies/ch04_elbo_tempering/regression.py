@@ -15,7 +15,7 @@ d, and the weights of the padded inputs start at the prior (and see no data).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 
 import jax
@@ -151,7 +151,7 @@ def _fit_sets(init_keys, key_fit, sets: dict, rows: int | None, width: int, etas
     return params
 
 
-def common_p(sets: dict) -> int:
+def common_p(sets: Mapping) -> int:
     """The number p of training rows, which every set must share."""
     ps = {f["p"] for f in sets.values()}
     if len(ps) != 1:
@@ -229,26 +229,26 @@ def fit_over_p(key_init, key_fit, fits: dict, ps, *, width: int, tau: float, **f
 # --------------------------------------------------------------------------- reading the fits
 
 
-def columns(fits: dict, name: str, key: str, tempered: bool) -> np.ndarray:
+def columns(fits: Mapping, name: str, key: str, tempered: bool) -> np.ndarray:
     """One quantity of the fits over the widths for every split of ``name``: (splits, widths)."""
     splits = [s for (n, s) in fits if n == name]
     return np.array([[r[key] for r in fits[name, s]["rows"] if r["tempered"] == tempered]
                      for s in splits])  # fmt: skip
 
 
-def fitted_q(fits: dict, name: str, width: int, tempered: bool) -> dict:
+def fitted_q(fits: Mapping, name: str, width: int, tempered: bool) -> dict:
     """The fitted q* of split 0 of ``name`` at ``width`` neurons."""
     rows = fits[name, 0]["rows"]
     return next(r["q"] for r in rows if r["N"] == width and r["tempered"] == tempered)
 
 
-def over_p_splits(by_p: dict, name: str, key: str, ps) -> np.ndarray:
+def over_p_splits(by_p: Mapping, name: str, key: str, ps) -> np.ndarray:
     """One quantity of the fits over p for every split of ``name``: (splits, len(ps))."""
     splits = [s for (n, s) in by_p if n == name]
     return np.array([[by_p[name, s][int(m)][key] for m in ps] for s in splits])
 
 
-def over_p(by_p: dict, name: str, key: str, ps) -> np.ndarray:
+def over_p(by_p: Mapping, name: str, key: str, ps) -> np.ndarray:
     """One quantity of the fits over p, averaged over the splits: (len(ps),)."""
     return over_p_splits(by_p, name, key, ps).mean(axis=0)
 
@@ -374,7 +374,7 @@ def fixed_nu_terms(rng_key, q_nu, x, y, widths, ps, *, num_draws: int, noise_sca
 # --------------------------------------------------------------------------- per-claim summaries
 
 
-def collapse_summary(fits: dict, name: str) -> dict:
+def collapse_summary(fits: Mapping, name: str) -> dict:
     """The Proposition's collapse of the untempered fits (η = 1) of ``name`` (C4.1).
 
     Returns ``kl`` (the mean KL(q*‖P0) over the splits per width), ``steps`` (KL(N_{k+1}) /
@@ -393,7 +393,7 @@ def collapse_summary(fits: dict, name: str) -> dict:
     }  # fmt: skip
 
 
-def term_slopes(fits: dict, by_p: dict, name: str, widths, ps) -> tuple[dict, dict, dict]:
+def term_slopes(fits: Mapping, by_p: Mapping, name: str, widths, ps) -> tuple[dict, dict, dict]:
     """The two terms of ELBO_η^N of the fitted tempered q* over N and p and their slopes (C4.2).
 
     The KL term (1) and the data term D = Σ_i E_q ℓ(f_w(x_i), y_i) of (2) ("expected_loss"),
@@ -411,7 +411,7 @@ def term_slopes(fits: dict, by_p: dict, name: str, widths, ps) -> tuple[dict, di
     return terms, slopes, untempered
 
 
-def term_tails(fits: dict, by_p: dict, name: str, widths, ps) -> dict:
+def term_tails(fits: Mapping, by_p: Mapping, name: str, widths, ps) -> dict:
     """Per split, the tail exponents of the terms of the fitted tempered q* (C4.2's bounds).
 
     The log-log slope between the two largest widths of the KL term (1) and of the data
@@ -428,7 +428,7 @@ def term_tails(fits: dict, by_p: dict, name: str, widths, ps) -> dict:
             for k, (xs, ys) in curves.items()}  # fmt: skip
 
 
-def balance_summary(fits: dict, name: str) -> dict:
+def balance_summary(fits: Mapping, name: str) -> dict:
     """Held-out RMSE of the balanced temperature η_N = τ p / N against η = 1 (C4.3).
 
     Returns ``rmse`` (tempered, (splits, widths)), ``gains`` (1 − RMSE(η_N) / RMSE(η = 1) at
@@ -440,7 +440,7 @@ def balance_summary(fits: dict, name: str) -> dict:
             "changes": np.abs(rmse_t[:, -1] - rmse_t[:, -2]) / rmse_t[:, -2]}  # fmt: skip
 
 
-def gap_summary(fits: dict, by_p: dict, name: str, widths, ps) -> dict:
+def gap_summary(fits: Mapping, by_p: Mapping, name: str, widths, ps) -> dict:
     """The gap ELBO − F̃ = Σ_i Var_q f(x_i) / 2σ² along the fitted tempered solutions (C4.5).
 
     Returns ``gap`` (mean over the splits per width), ``slope`` (its log-log slope over N),

@@ -1,0 +1,137 @@
+"""Tests of chapter 4's evidence: values, rules and expectations on hand-made fits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bnn_posteriors.claims import rules
+from bnn_posteriors.claims.checking import Evidence
+from bnn_posteriors.studies.ch04_elbo_tempering import evidence, regression
+
+
+def passes(item: Evidence) -> bool:
+    """Whether the rule of ``item`` holds for its value (the check's outcome before its gate)."""
+    return rules.evaluate(item.rule, item.value, item.expect, item.tol, item.rtol)[0]
+
+
+def test_reading_the_fits_and_a_clear_error_on_bad_input(toy):
+    fits = toy.fake_fits()
+    assert evidence.names(fits) == ["syn_set", "con_set"]
+    assert evidence.repeats(fits) == 3 and evidence.widths(fits) == (4, 8, 16)
+    with pytest.raises(ValueError, match="fits must be"):
+        evidence.names({})
+
+
+def test_overviews_glue_the_sizes_and_tabulate(capsys, toy):
+    fits = toy.fake_fits()
+    o = evidence.fits_overview(fits, toy.fake_splits(), 0.0, n_max=40)
+    assert o.glue["p_train"] == 20 and o.glue["train_pct"] == 50 and o.glue["repeats"] == 3
+    assert o.glue["max_loc_last"] == pytest.approx(1.16) and "| syn_set | 4 |" in o.table
+    mc = evidence.mc_overview(
+        {"kl": 1.0, "expected_log_lik": -2.0},
+        {"kl": 1.0, "expected_log_lik": -2.0},
+        num_particles=10,
+    )
+    assert "| KL(q‖P₀) | 1.0000 | 1.0000 |" in mc.table
+    o.show()  # glues and displays without a kernel
+
+
+def test_prior_advantage_is_the_elbo_above_the_prior(toy):
+    fit = toy.fake_fits()["syn_set", 0]
+    prior = regression.elbo_terms(regression.prior_q(3, 8), fit["x"], fit["y"], noise_scale=1.0)
+    for row in fit["rows"]:
+        row["elbo"] = float(prior["elbo"]) + 3.0
+    o = evidence.prior_advantage(fit, 8, noise_scale=1.0)
+    assert o.glue["elbo_advantage_64"] == pytest.approx(3.0, abs=1e-4)
+
+
+def test_c41_collapse_reproduces_and_a_rising_tail_fails(toy):
+    limit, monotone = evidence.c41_evidence(toy.fake_fits())
+    assert limit.rule == "less" and passes(limit) and passes(monotone)
+    np.testing.assert_allclose(limit.value[:4], [0.1, 0.1, 0.01, 0.0], atol=1e-12)
+    np.testing.assert_allclose(limit.expect, [1, 1, 0.1, 0.05] * 2)
+    assert monotone.finding == "monotone-kl" and limit.glue["n_second"] == 8
+    assert limit.glue["kl_last_syn"] == pytest.approx(0.101)
+    rising, not_monotone = evidence.c41_evidence(toy.fake_fits(kl_untempered=(1.0, 2.0, 4.0)))
+    assert not passes(rising) and not passes(not_monotone)
+    assert "rises at one step too" in not_monotone.says
+
+
+def test_c42_bounds_hold_on_linear_terms_and_fail_on_a_faster_data_term(toy):
+    fits = toy.fake_fits()
+    bound, linear = evidence.c42_evidence(fits, toy.fake_by_p(fits), toy.PS, p_width=16, n_max=40)
+    assert passes(bound) and bound.gate.passed and passes(linear)
+    np.testing.assert_allclose(bound.expect, [1.1, 0.1, 1.1] * 2)
+    assert linear.finding == "data-term-linear" and bound.glue["c42_p_last"] == 20
+    assert bound.glue["c42_syn_KL_N"] == pytest.approx(1.0, abs=0.01)
+    fast = toy.fake_by_p(fits, d_over_p=lambda m: 0.01 * m**1.5)
+    bound, linear = evidence.c42_evidence(fits, fast, toy.PS, p_width=16, n_max=40)
+    assert not passes(bound) and not passes(linear)
+    assert linear.value == pytest.approx([0.5, 0.5], abs=0.01)
+
+
+def test_c43_gain_and_change_per_set_in_order(toy):
+    checks = evidence.c43_evidence(toy.fake_fits(), gain=0.3, tau=0.1)
+    assert [c.rule for c in checks] == ["greater", "less"] * 2
+    assert checks[0].value == pytest.approx(0.5) and checks[1].value == 0.0
+    assert all(passes(c) for c in checks) and checks[0].glue["tau"] == 0.1
+    assert not passes(evidence.c43_evidence(toy.fake_fits(), gain=0.6, tau=0.1)[0])
+
+
+def sweep():
+    return [
+        {"eta": eta, "accuracy": 0.9, "nll": nll, "ece": 0.01, "confidence": 0.8}
+        for eta, nll in ((0.01, 0.3), (0.05, 0.2), (1.0, 0.4))
+    ]
+
+
+def test_mnist_overview_ranks_the_balanced_temperature():
+    o = evidence.mnist_overview(
+        sweep(), [0.01, 0.05, 1.0], 0.05, n_train=90, n_test=10, n_weights=100, width=5, ece_bins=15
+    )
+    assert o.glue["mnist_total"] == 100 and o.glue["mnist_best_eta"] == 0.05
+    assert o.glue["mnist_n_beat_bal"] == 0 and o.glue["mnist_n_beat_one"] == 2
+    with pytest.raises(ValueError, match="eta = 1"):
+        evidence.mnist_overview(
+            sweep()[:2],
+            [0.01, 0.05],
+            0.05,
+            n_train=90,
+            n_test=10,
+            n_weights=100,
+            width=5,
+            ece_bins=15,
+        )
+
+
+def test_c44_both_differences_positive_and_a_loss_fails():
+    cmp = {
+        "d_acc": 0.01,
+        "d_nll": 0.05,
+        "ci_acc": (0.0, 0.02),
+        "ci_nll": (0.01, 0.1),
+        "per_fold": [(0.01, 0.04), (0.02, 0.06)],
+    }
+    item = evidence.c44_evidence(cmp, sweep(), 0.05, num_folds=2, n_pooled=20)
+    assert item.rule == "greater" and item.expect == 0.0 and passes(item)
+    np.testing.assert_allclose(item.value, [0.01, 0.05])
+    assert item.glue["mnist_nll_bal"] == 0.2 and item.glue["d_acc_fold_min"] == 0.01
+    assert not passes(
+        evidence.c44_evidence({**cmp, "d_acc": -0.01}, sweep(), 0.05, num_folds=2, n_pooled=20)
+    )
+
+
+def test_c45_gap_like_one_over_n_reproduces_and_a_flat_gap_fails(toy):
+    fits = toy.fake_fits()
+    tail, full = evidence.c45_evidence(
+        fits, toy.fake_by_p(fits), toy.fake_fam(), toy.PS, toy.FAMILY, p_width=16
+    )
+    assert passes(tail) and tail.gate.passed and passes(full)
+    np.testing.assert_allclose(full.value, [-1.0, -1.0], atol=1e-9)
+    assert tail.glue["gap_slope"] == pytest.approx(-1.0) and full.finding == "full-range-slope"
+    flat = toy.fake_fits(gap=lambda n: 1.0)
+    tail, full = evidence.c45_evidence(
+        flat, toy.fake_by_p(flat), toy.fake_fam(), toy.PS, toy.FAMILY, p_width=16
+    )
+    assert not passes(tail) and not passes(full)
