@@ -591,7 +591,7 @@ def mnist_overview(
         mnist_n_grid=len(below_one),
         mnist_n_beat_one=sum(nll_at[e] < nll_at[1.0] for e in below_one),
         mnist_n_beat_bal=sum(nll_at[e] < nll_at[eta_bal] for e in etas if e != eta_bal),
-        mnist_best_eta=float(min(nll_at, key=nll_at.get)),
+        mnist_best_eta=float(min(nll_at, key=lambda eta: nll_at[eta])),
     )
     text = (
         f"p = {n_train}, hidden width {width}, {n_weights} weights, "

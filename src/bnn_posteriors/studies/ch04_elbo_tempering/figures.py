@@ -88,6 +88,8 @@ def terms(fits: Mapping, by_p: Mapping, fam: Mapping, ps, family_widths, *, p_wi
         axes[0].loglog(ns, t["D over N"], "s--", color=c, label=f"(2) $D$, {name}")
         axes[1].loglog(ps, t["KL over p"], "o-", color=c, label=f"(1) KL, {name}")
         axes[1].loglog(ps, t["D over p"], "s--", color=c, label=f"(2) $D$, {name}")
+    if d_over_p is None:
+        raise ValueError("terms: fits holds no data set")
     axes[1].loglog(ps, d_over_p[-1] * ps / ps[-1], "k:", lw=0.8, label=r"$\propto p$")
     axes[2].loglog(family_widths, fam["kl"], "o-", color=COLORS[0], label="(1) KL")
     axes[2].loglog(family_widths, fam["expected_loss"], "s--", color=COLORS[0], label="(2) $D$")
