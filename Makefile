@@ -45,14 +45,12 @@ test: book browser
 
 install: $(STAMP)
 
-# ruff on the package, tests and scripts, mypy on src/ ([tool.mypy] in pyproject.toml), then
-# ruff on the chapters' code cells (scripts/lint_chapters.sh). The same checks run as git hooks:
-# .pre-commit-config.yaml (`$(BIN)/pre-commit install`, or `$(BIN)/pre-commit run --all-files`).
+# The hooks of .pre-commit-config.yaml on every tracked file: ruff and ruff format on the
+# package, tests and scripts, mypy on src/ ([tool.mypy] in pyproject.toml), then ruff on the
+# chapters' code cells (scripts/lint_chapters.sh). `$(BIN)/pre-commit install` runs the same
+# hooks on each commit's files.
 lint: $(STAMP)
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/mypy
-	bash scripts/lint_chapters.sh
+	$(BIN)/pre-commit run --all-files
 
 $(BIN)/python:
 	python3 -m venv $(VENV)

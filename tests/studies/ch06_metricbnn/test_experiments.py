@@ -219,3 +219,85 @@ def test_wins_over_counts_flip_when_the_methods_are_swapped():
     names = ("a", "b", "c")
     assert sum(mbx.wins_over(table, "LA", names=names).values()) == 2
     assert sum(mbx.wins_over(broken, "LA", names=names).values()) == 1
+
+
+def test_chapter_keys_name_the_64_way_split_in_order(tiny_cfg):
+    cfg = tiny_cfg(uci_seeds=(0, 1))
+    keys = mbx.chapter_keys(KEY, cfg)
+    split = list(jax.random.split(KEY, mbx.NUM_KEYS))
+    named = [keys[n] for n in ("map", "walk", "la", "gaussian", "samples", "posterior")]
+    named += [*keys["banana"], *keys["uci"], *keys["mnist"], *keys["cost"]]
+    assert len(keys["uci"]) == 2 * len(mbx.data.UCI_CLASSIFICATION) and len(keys["cost"]) == 3
+    for mine, theirs in zip(named, split, strict=False):
+        np.testing.assert_array_equal(mine, theirs)
+    np.testing.assert_array_equal(keys["curvature"], jax.random.fold_in(KEY, 1))
+    np.testing.assert_array_equal(keys["repeats"], jax.random.fold_in(KEY, 200))
+    with pytest.raises(ValueError, match="more than 64"):
+        mbx.chapter_keys(KEY, tiny_cfg(uci_seeds=tuple(range(10))))
+
+
+def test_walker_binds_the_settings_of_alg_1(tiny_cfg):
+    walk = mbx.walker(tiny_cfg())
+    assert walk.func is metricbnn.walk_and_embed
+    assert walk.keywords["num_particles"] == 2 and walk.keywords["num_components"] == 4
+
+
+def test_cost_summary_growth_ratio_and_crossing(tiny_cfg):
+    sizes = [100, 200, 300, 400]
+    terms = synthetic_cost_terms(sizes, autoencoder=1e11, solutions=6, walk_per_param=1e3)
+    rows = {"depth": [1, 2, 3, 4], "P": sizes, "LA": [sum(t[0].values()) for t in terms],
+            "MetricBNN": [sum(t[1].values()) for t in terms]}  # fmt: skip
+    out = mbx.cost_summary(rows, terms, tiny_cfg(num_particles=2, cost_steps=3))
+    assert out["growth"]["LA"] == pytest.approx(rows["LA"][-1] / rows["LA"][0])
+    np.testing.assert_allclose(out["ratio"], np.divide(rows["MetricBNN"], rows["LA"]))
+    crossing = mbx.flops_crossing(sizes, terms, solutions=6, num_components=4)
+    assert out["crossing"] == crossing
+    assert out["cross_depth"] == pytest.approx(1 + (crossing["size"] - 100) / 100)
+    with pytest.raises(ValueError, match="two depths"):
+        mbx.cost_summary({**rows, "P": [100]}, terms[:1], tiny_cfg())
+
+
+def test_cost_study_counts_one_row_per_depth(tiny_cfg):
+    problem, _ = snelson_like()
+    rows, terms = mbx.cost_study(list(jax.random.split(KEY, 2)), problem, tiny_cfg(depths=(1, 2)))
+    assert list(rows["depth"]) == [1, 2] and len(terms) == 2
+    assert rows["P"][1] > rows["P"][0] and min(rows["LA"]) > 0
+
+
+def test_banana_run_grid_ring_and_test_points(tiny_cfg):
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(20, 2)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int32)
+    cfg = tiny_cfg()
+    ent, g, radius = mbx.banana_run(jax.random.split(KEY, 4), x, y, x[:3], cfg, mbx.walker(cfg))
+    assert g.shape == (61,) and radius == pytest.approx(2 * np.linalg.norm(x, axis=1).max())
+    assert ent["grid"]["LA"].shape == (61 * 61,) and ent["ring"]["MetricBNN"].shape == (200,)
+    assert ent["test"]["Lin LA"].shape == (3,)
+
+
+def test_uci_runs_one_run_per_set_and_split(monkeypatch, tiny_cfg):
+    monkeypatch.setattr(mbx.data, "UCI_CLASSIFICATION", ("a", "b"))
+    seen = []
+
+    def fake_run(name, seed, key, **kw):
+        seen.append((name, seed, np.asarray(key).tolist(), kw["walk_fn"].keywords["num_steps"]))
+        return {"LA": (1.0, 0.0)}
+
+    monkeypatch.setattr(mbx, "uci_run", fake_run)
+    cfg = tiny_cfg(uci_seeds=(0, 1))
+    keys = list(jax.random.split(KEY, 4))
+    out = mbx.uci_runs(keys, cfg, mbx.walker(cfg))
+    assert list(out) == ["a", "b"] and all(len(v) == 2 for v in out.values())
+    assert [s[:2] for s in seen] == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+    assert [s[2] for s in seen] == [np.asarray(k).tolist() for k in keys] and seen[0][3] == 3
+
+
+def test_mnist_study_takes_the_first_training_images(tiny_cfg):
+    rng = np.random.default_rng(6)
+    x = rng.uniform(size=(20, 784)).astype(np.float32)
+    y = np.arange(20) % 10
+    cfg = tiny_cfg()
+    out = mbx.mnist_study(jax.random.split(KEY, 4), x, y, x[:5], y[:5], cfg, mbx.walker(cfg))
+    assert out["n_train"] == 12 and out["n_test"] == 5
+    assert set(out["nll"]) == {"LA (last layer)", "Lin LA (last layer)", "MetricBNN", "MAP"}
+    assert out["num_params"] == ravel_pytree(mbx.cnn.cnn_init(KEY))[0].size

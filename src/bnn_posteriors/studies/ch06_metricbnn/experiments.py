@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -31,6 +32,72 @@ from bnn_posteriors.models import cnn, nets
 from bnn_posteriors.store import cache
 
 _relu_net = partial(nets.mlp_apply, activation_name="relu")
+
+
+# ----------------------------------------------------------------------------- settings
+
+# [MBNN] Table 1's test NLL per data set: LA, Lin LA, MetricBNN (the order of METHODS)
+PAPER_NLL = {
+    "australian": (0.71, 0.69, 0.66),
+    "breast_cancer": (0.73, 0.61, 0.57),
+    "glass": (2.28, 3.59, 1.07),
+    "ionosphere": (0.72, 0.42, 0.17),
+    "vehicle": (0.80, 0.68, 0.69),
+    "waveform": (0.88, 0.40, 0.30),
+}
+METHODS = ("LA", "Lin LA", "MetricBNN")
+PAPER_MNIST = {"LA": 2.42, "Lin LA": 0.96, "MetricBNN": 0.13}  # [MBNN] Table 2, MNIST NLL
+APP_A = {"uci_epochs": 1000, "uci_batch": 32}  # [MBNN] App. A's training of the UCI MAPs
+NUM_KEYS = 64  # the chapter splits its root key this many ways
+
+
+def chapter_keys(root_key, cfg) -> dict:
+    """The chapter's keys by use: the 64-way split of ``root_key`` taken in order.
+
+    "map", "walk" (Snelson's MAP and walk), "la", "gaussian", "samples", "posterior" (the
+    draws of C6.2), "banana" (4), "uci" (one per data set and split, data sets outer),
+    "mnist" (4), "cost" (one per depth); besides, "curvature" = fold_in(root_key, 1) (the
+    power iteration of η) and "repeats" = fold_in(root_key, 200) (the MAPs of C6.3/C6.4).
+    """
+    counts = {
+        "map": 1,
+        "walk": 1,
+        "la": 1,
+        "gaussian": 1,
+        "samples": 1,
+        "posterior": 1,
+        "banana": 4,
+        "uci": len(data.UCI_CLASSIFICATION) * len(cfg.uci_seeds),
+        "mnist": 4,
+        "cost": len(cfg.depths),
+    }
+    if sum(counts.values()) > NUM_KEYS:
+        raise ValueError(f"the chapter needs {sum(counts.values())} keys, more than {NUM_KEYS}")
+    split = iter(jax.random.split(root_key, NUM_KEYS))
+    keys: dict[str, Any] = {name: [next(split) for _ in range(n)] for name, n in counts.items()}
+    for name in ("map", "walk", "la", "gaussian", "samples", "posterior"):
+        keys[name] = keys[name][0]
+    keys["curvature"] = jax.random.fold_in(root_key, 1)
+    keys["repeats"] = jax.random.fold_in(root_key, 200)
+    return keys
+
+
+def walker(cfg) -> Callable:
+    """Alg. 1, phases 1 and 2, with App. A's settings of ``cfg`` bound
+    (:func:`metricbnn.walk_and_embed`); the call gives the key, loss, θ* and the budgets."""
+    return partial(
+        metricbnn.walk_and_embed,
+        learning_rate=cfg.refine_learning_rate,
+        num_refine=cfg.num_refine,
+        num_particles=cfg.num_particles,
+        latent_dim=cfg.latent_dim,
+        hidden=cfg.ae_hidden,
+        ae_batch=cfg.ae_batch,
+        ae_learning_rate=cfg.ae_learning_rate,
+        lam_plus=cfg.lam_plus,
+        lam_minus=cfg.lam_minus,
+        num_components=cfg.ae_components,
+    )
 
 
 # ----------------------------------------------------------------------------- Snelson's gap
@@ -242,6 +309,33 @@ def uci_run(
     return out
 
 
+def uci_runs(keys, cfg, walk) -> dict:
+    """:func:`uci_run` on every split ``cfg.uci_seeds`` of every set of
+    ``data.UCI_CLASSIFICATION``, with one key each (data sets outer); ``walk``:
+    :func:`walker`. Returns data set → list of runs (one per split)."""
+    keys = iter(keys)
+    walk_fn = partial(
+        walk, num_steps=cfg.uci_steps, drift=cfg.uci_drift, ae_updates=cfg.uci_ae_updates
+    )
+    return {
+        name: [
+            uci_run(
+                name,
+                seed,
+                next(keys),
+                hidden=cfg.uci_hidden,
+                prior_precision=cfg.prior_precision,
+                map_steps=cfg.uci_map_steps,
+                map_learning_rate=cfg.map_learning_rate,
+                num_samples=cfg.pred_samples,
+                walk_fn=walk_fn,
+            )
+            for seed in cfg.uci_seeds
+        ]
+        for name in data.UCI_CLASSIFICATION
+    }
+
+
 def uci_table(runs: dict, paper_nll: dict, methods=("LA", "Lin LA", "MetricBNN")) -> list:
     """Rows (data set, method, mean NLL, sd NLL, mean seconds, paper NLL) over the splits.
 
@@ -311,6 +405,65 @@ def banana_entropies(
             "MetricBNN": entropy(class_probs(th_mb, unravel, tanh_net, xs)),
         }
         for where, xs in inputs.items()
+    }
+
+
+def banana_run(keys, x_train, y_train, x_test, cfg, walk) -> tuple[dict, np.ndarray, float]:
+    """:func:`banana_entropies` on a 61 × 61 grid over [-4.5, 4.5]², on a ring of radius
+    ``cfg.ring_radius`` × the training data's largest radius (200 points) and on the test
+    points. Returns ``(entropies, grid axis (61,), ring radius)``."""
+    g = np.linspace(-4.5, 4.5, 61)
+    grid = jnp.asarray(np.stack(np.meshgrid(g, g), -1).reshape(-1, 2), jnp.float32)
+    radius = cfg.ring_radius * float(np.linalg.norm(x_train, axis=1).max())
+    angles = np.linspace(0, 2 * np.pi, 200, endpoint=False)
+    ring = jnp.asarray(radius * np.stack([np.cos(angles), np.sin(angles)], 1), jnp.float32)
+    ent = banana_entropies(
+        list(keys),
+        jnp.asarray(x_train, jnp.float32),
+        jnp.asarray(y_train),
+        {"grid": grid, "ring": ring, "test": jnp.asarray(x_test, jnp.float32)},
+        widths=cfg.banana_widths,
+        prior_precision=cfg.prior_precision,
+        map_steps=cfg.banana_map_steps,
+        map_learning_rate=cfg.map_learning_rate * 10,
+        num_samples=cfg.pred_samples,
+        walk_fn=partial(
+            walk,
+            num_steps=cfg.banana_steps,
+            drift=cfg.banana_drift,
+            ae_updates=cfg.banana_ae_updates,
+        ),
+    )
+    return ent, g, radius
+
+
+def mnist_study(keys, x_train, y_train, x_test, y_test, cfg, walk) -> dict:
+    """:func:`mnist_run` on the first ``cfg.mnist_n_train`` training images. Returns
+    ``{"nll", "seconds", "num_params", "n_train", "n_test"}``."""
+    x = jnp.asarray(x_train[: cfg.mnist_n_train], jnp.float32)
+    y = jnp.asarray(y_train[: cfg.mnist_n_train])
+    xt = jnp.asarray(x_test, jnp.float32)
+    nll, seconds, num_params = mnist_run(
+        list(keys),
+        x,
+        y,
+        xt,
+        y_test,
+        prior_precision=cfg.prior_precision,
+        map_steps=cfg.mnist_map_steps,
+        map_learning_rate=cfg.map_learning_rate * 3,
+        num_samples=cfg.pred_samples,
+        refine_n=cfg.mnist_refine_n,
+        walk_fn=partial(
+            walk, num_steps=cfg.mnist_steps, drift=cfg.mnist_drift, ae_updates=cfg.mnist_ae_updates
+        ),
+    )
+    return {
+        "nll": nll,
+        "seconds": seconds,
+        "num_params": num_params,
+        "n_train": int(x.shape[0]),
+        "n_test": int(xt.shape[0]),
     }
 
 
@@ -447,3 +600,47 @@ def flops_crossing(sizes, terms, *, solutions: int, num_components: int,
             lo, hi = (lo, mid) if gap(mid) >= 0 else (mid, hi)
     la_total = float(sum(f(hi) for f in la_models.values()))
     return {**out, "size": float(hi), "la": la_total, "metricbnn": la_total - float(gap(hi))}
+
+
+def cost_study(keys, problem: GapRegression, cfg) -> tuple[dict, list]:
+    """:func:`cost.flops_against_depth` on Snelson's data at the depths ``cfg.depths`` and
+    App. A's budgets of ``cfg``: ``(rows, terms)`` (one key per depth)."""
+    return cost.flops_against_depth(
+        list(keys),
+        problem.x,
+        problem.y,
+        problem.x_gap,
+        depths=cfg.depths,
+        width=cfg.depth_width,
+        noise_scale=problem.noise_scale,
+        prior_precision=cfg.prior_precision,
+        num_particles=cfg.num_particles,
+        num_steps=cfg.cost_steps,
+        num_refine=cfg.num_refine,
+        ae_updates=cfg.cost_ae_updates,
+        ae_batch=cfg.cost_ae_batch,
+        latent_dim=cfg.latent_dim,
+        hidden=cfg.ae_hidden,
+        num_components=cfg.ae_components,
+        num_samples=cfg.pred_samples,
+    )
+
+
+def cost_summary(rows: dict, terms: list, cfg) -> dict:
+    """C6.8's numbers from :func:`cost_study`: ``growth`` (method → deepest / shallowest
+    count), ``ratio`` (MetricBNN / LA per depth), ``crossing`` (:func:`flops_crossing`) and
+    ``cross_depth`` (the hidden layers at the crossing, by the parameters per layer)."""
+    if len(rows["P"]) < 2:
+        raise ValueError(f"need counts at two depths at least, got {len(rows['P'])}")
+    growth = {m: rows[m][-1] / rows[m][0] for m in ("LA", "MetricBNN")}
+    ratio = np.array(rows["MetricBNN"]) / np.array(rows["LA"])
+    crossing = flops_crossing(
+        rows["P"],
+        terms,
+        solutions=cfg.num_particles * cfg.cost_steps,
+        num_components=cfg.ae_components,
+    )
+    sizes, depths = np.array(rows["P"]), np.array(rows["depth"])
+    per_layer = (sizes[-1] - sizes[0]) / (depths[-1] - depths[0])  # parameters per layer
+    cross_depth = depths[0] + (crossing["size"] - sizes[0]) / per_layer
+    return {"growth": growth, "ratio": ratio, "crossing": crossing, "cross_depth": cross_depth}
