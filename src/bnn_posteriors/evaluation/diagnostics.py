@@ -124,7 +124,8 @@ def mean_interval(values, *, level=0.95) -> tuple[float, float, float]:
     """Student-t interval of the mean of independent replicates: ``(mean, low, high)``.
 
     values: one number per independent repeat (e.g. one per MAP, each with its own
-    initialisation), at least 2, all finite. The interval is mean ± t_{(1+level)/2, n−1} · sd/√n.
+    initialisation), at least 2, all finite. The interval is mean ± t_{(1+level)/2, n−1} · sd/√n,
+    the confidence interval of ``scipy.stats.ttest_1samp``.
     """
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must lie in (0, 1), got {level!r}")
@@ -135,10 +136,9 @@ def mean_interval(values, *, level=0.95) -> tuple[float, float, float]:
         )
     if not np.all(np.isfinite(values)):
         raise ValueError("values contain NaN or inf")
-    mean = float(values.mean())
-    half = float(stats.t.ppf((1.0 + level) / 2, values.size - 1) * values.std(ddof=1))
-    half /= float(np.sqrt(values.size))
-    return mean, float(mean - half), float(mean + half)  # plain floats (glued in chapters)
+    interval = stats.ttest_1samp(values, 0.0).confidence_interval(confidence_level=level)
+    # plain floats (glued in chapters)
+    return float(values.mean()), float(interval.low), float(interval.high)
 
 
 def replicate_summary(values, *, level=0.95) -> dict:
