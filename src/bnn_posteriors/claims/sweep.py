@@ -23,12 +23,12 @@ from bnn_posteriors.claims import checking as claims
 from bnn_posteriors.site import chapters as book
 from bnn_posteriors.site import profiles, tables
 from bnn_posteriors.store import committed as results
+from bnn_posteriors.util.validate import positive_int
 
 
 def seeds(chapter: str, n: int) -> list[int]:
     """The ``n`` seeds of a chapter's sweep: its default seed, then the next ``n − 1``."""
-    if not (isinstance(n, int) and n >= 1):
-        raise ValueError(f"the number of seeds must be a positive integer, got {n!r}")
+    n = positive_int("the number of seeds", n)
     spec = profiles.chapters().get(chapter)
     if spec is None:
         known = sorted(profiles.chapters())

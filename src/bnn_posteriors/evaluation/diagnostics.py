@@ -17,6 +17,7 @@ from scipy import stats
 
 from bnn_posteriors.evaluation import metrics
 from bnn_posteriors.util import validate
+from bnn_posteriors.util.validate import positive_int
 
 
 def _dataset(draws):
@@ -93,8 +94,7 @@ def chain_bootstrap(rng_key, per_chain, statistic, *, num_resamples=1000, level=
 
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must lie in (0, 1), got {level!r}")
-    if not (isinstance(num_resamples, int) and num_resamples >= 1):
-        raise ValueError(f"num_resamples must be a positive integer, got {num_resamples!r}")
+    num_resamples = positive_int("num_resamples", num_resamples)
     groups = [np.asarray(group) for group in per_chain]
     if not groups or any(group.ndim < 1 or group.shape[0] < 2 for group in groups):
         raise ValueError(

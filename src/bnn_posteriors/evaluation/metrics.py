@@ -9,6 +9,8 @@ from jax.scipy.special import logsumexp
 from jax.scipy.stats import norm
 from scipy import special, stats
 
+from bnn_posteriors.util.validate import positive_int
+
 
 def pointwise_lppd(y, mean, scale):
     """log((1/M) Σ_m N(y_i | mean_{m,i}, scale_{m,i}²)) per point: eq. (18) of [SAP] per i.
@@ -153,8 +155,7 @@ def ece(probs, labels, n_bins: int = 15) -> float:
     and conf_b their mean confidence. probs (n, C), labels (n,).
     """
     probs, labels = _check_probs(probs, labels)
-    if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 1:
-        raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}")
+    n_bins = positive_int("n_bins", n_bins)
     confidence = np.max(probs, axis=1)
     correct = (np.argmax(probs, axis=1) == labels).astype(np.float64)
     bins = np.clip(np.ceil(confidence * n_bins).astype(int) - 1, 0, n_bins - 1)
@@ -193,8 +194,7 @@ def cumulative_lppd(rng, y, mean, scale, n_orderings: int = 5) -> np.ndarray:
     mean, scale = _gaussian_predictive(mean, scale, 2)
     if y.shape != mean.shape[-1:]:
         raise ValueError(f"mean must end in the {y.shape} axis of y, got {mean.shape}")
-    if isinstance(n_orderings, bool) or not isinstance(n_orderings, int) or n_orderings < 1:
-        raise ValueError(f"n_orderings must be a positive integer, got {n_orderings!r}")
+    n_orderings = positive_int("n_orderings", n_orderings)
     rng = np.random.default_rng(rng)
     logp = stats.norm.logpdf(y, mean, scale)  # (K, S, n)
     per_chain = np.logaddexp.reduce(logp, axis=1)  # log Σ_s p, (K, n)

@@ -15,6 +15,8 @@ import jax.numpy as jnp
 import optax
 from jax.flatten_util import ravel_pytree
 
+from bnn_posteriors.util.validate import positive_int
+
 
 def newton_step(loss_fn, params, *args):
     """One saddle-free Newton step on ``loss_fn(params, *args)`` with a backtracking search.
@@ -98,8 +100,7 @@ def multistart_minimise(
     leaves = jax.tree_util.tree_leaves(inits)
     if not leaves or any(jnp.ndim(v) < 1 for v in leaves):
         raise ValueError("inits must be a pytree of arrays with a leading axis of starts")
-    if not (isinstance(num_steps, int) and num_steps >= 1):
-        raise ValueError(f"num_steps must be a positive integer, got {num_steps!r}")
+    num_steps = positive_int("num_steps", num_steps)
     if not learning_rate > 0:
         raise ValueError(f"learning_rate must be positive, got {learning_rate}")
     if not (isinstance(newton_steps, int) and newton_steps >= 0):

@@ -16,7 +16,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from bnn_posteriors.models import nets
-from bnn_posteriors.util.validate import check_likelihood, positive, positive_array
+from bnn_posteriors.util.validate import check_likelihood, positive, positive_array, positive_int
 
 
 def narrow_network(
@@ -45,12 +45,10 @@ def narrow_network(
     tau = positive("tau", tau) if np.ndim(tau) == 0 else positive_array("tau", tau)
     loc = 0.0 if prior_loc is None else jnp.asarray(prior_loc)
     if max_depth is None:
-        if not (isinstance(depth, int) and depth >= 1):
-            raise ValueError(f"depth must be a positive integer, got {depth!r}")
+        depth = positive_int("depth", depth)
         size, active = depth, None
     else:
-        if not (isinstance(max_depth, int) and max_depth >= 1):
-            raise ValueError(f"max_depth must be a positive integer, got {max_depth!r}")
+        max_depth = positive_int("max_depth", max_depth)
         if not isinstance(depth, jax.core.Tracer) and not 1 <= int(depth) <= max_depth:
             raise ValueError(f"depth must lie in 1..max_depth={max_depth}, got {depth}")
         size, active = max_depth, jnp.arange(max_depth) < depth

@@ -10,6 +10,8 @@ import numpy as np
 from matplotlib.rcsetup import cycler  # what `mpl.cycler` names: a cycler with validated keys
 from matplotlib.typing import RcKeyType
 
+from bnn_posteriors.util.validate import positive_int
+
 # Okabe & Ito (2008), safe for the common colour-vision deficiencies.
 OKABE_ITO = (
     "#0072B2",  # blue
@@ -69,8 +71,7 @@ def _use_inline_backend_in_a_kernel() -> None:
 
 def sequential_colors(n: int, cmap: str = "viridis"):
     """``n`` colours along a perceptually uniform colormap, for an ordered sweep (e.g. depth)."""
-    if not (isinstance(n, int) and n >= 1):
-        raise ValueError(f"n must be a positive integer, got {n!r}")
+    n = positive_int("n", n)
     return [mpl.colormaps[cmap](t) for t in np.linspace(0.0, 0.9, n)]
 
 

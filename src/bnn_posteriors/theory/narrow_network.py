@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import optimize
 
-from bnn_posteriors.util.validate import positive
+from bnn_posteriors.util.validate import positive, positive_int
 
 
 def _xy(x, y):
@@ -190,8 +190,7 @@ def mfvi_two_layer_optimum(x, y, sigma, tau) -> dict:
 
 
 def _depth(depth):
-    if not (isinstance(depth, int | np.integer) and depth >= 1):
-        raise ValueError(f"depth must be a positive integer, got {depth!r}")
+    depth = positive_int("depth", depth)
 
 
 def log_density_of_log_abs_product(depth, tau, u):

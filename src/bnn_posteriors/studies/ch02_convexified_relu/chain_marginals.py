@@ -17,12 +17,12 @@ import numpy as np
 
 from bnn_posteriors.claims.checking import Gate
 from bnn_posteriors.evaluation import diagnostics, metrics
+from bnn_posteriors.util.validate import positive_int
 
 
 def random_components(rng: np.random.Generator, size: int, num: int) -> np.ndarray:
     """``min(num, size)`` distinct random flat indices out of ``size`` components."""
-    if not (isinstance(size, int | np.integer) and size >= 1):
-        raise ValueError(f"size must be a positive integer, got {size!r}")
+    size = positive_int("size", size)
     return rng.choice(size, size=min(num, size), replace=False)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from bnn_posteriors.studies.ch05_symmetrised_vi import fits as sx
 from bnn_posteriors.studies.ch05_symmetrised_vi.evidence import mi_words
+from bnn_posteriors.util.validate import positive_int
 
 
 def toy_model_kw(cfg) -> dict:
@@ -30,8 +31,7 @@ def paired_runs(rng_key, n_seeds: int):
     """Keys and weights of I for ``n_seeds`` plain runs (λ = 0) followed by as many
     symmetrised ones (λ = 1) that share their initialisation and Monte-Carlo keys:
     ((2n,) keys, (2n,) weights)."""
-    if not (isinstance(n_seeds, int) and n_seeds >= 1):
-        raise ValueError(f"n_seeds must be a positive integer, got {n_seeds!r}")
+    n_seeds = positive_int("n_seeds", n_seeds)
     seed_keys = jax.random.split(rng_key, n_seeds)
     return jnp.concatenate([seed_keys, seed_keys]), jnp.repeat(jnp.array([0.0, 1.0]), n_seeds)
 
