@@ -1,0 +1,117 @@
+"""Tests of chapter 9's study and figures on tiny problems (no data files)."""
+
+from __future__ import annotations
+
+import types
+
+import jax
+import matplotlib
+import numpy as np
+import pytest
+
+from bnn_posteriors.claims.checking import Evidence
+from bnn_posteriors.data import loaders
+from bnn_posteriors.studies.ch09_ggn_null_space import figures, study
+
+matplotlib.use("Agg")
+
+CFG = types.SimpleNamespace(
+    rank_widths=(2, 4, 2), rank_points=(1, 3, 12), activation="tanh", toy_widths=(1, 8, 1),
+    toy_noise_scale=0.3, uci_name="yacht", uci_hidden=(8,), uci_noise_scale=0.3,
+    map_prior_precision=1.0, map_learning_rate=1e-2, map_steps=300, pred_samples=20,
+    ap_batch_size=5, ap_sweeps=4, ap_vectors=2, ap_tolerance=0.5, residual_tolerance=1e-6,
+    kernel_rtol=1e-6, sd_ratio=10.0,
+    underfit_ratio=1.0, slq_matvecs=10, slq_probes=20, slq_tolerance=0.2, alpha_tolerance=0.5,
+)  # fmt: skip
+
+
+def _toy_data(n=20, seed=0):
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rng.uniform(-2, -0.5, n // 2), rng.uniform(0.5, 2, n // 2)])[:, None]
+    x_gap = np.linspace(-0.4, 0.4, 5)[:, None]
+    return x, np.sin(2 * x[:, 0]), x_gap, np.sin(2 * x_gap[:, 0])
+
+
+@pytest.fixture(scope="module")
+def toy():
+    jax.config.update("jax_enable_x64", True)
+    x, y, xg, yg = _toy_data()
+    f = study.fit("toy", x, y, xg, yg, rng_key=jax.random.PRNGKey(0), hidden=(8,), cfg=CFG,
+                  noise_scale=0.3)  # fmt: skip
+    yield f
+    jax.config.update("jax_enable_x64", False)
+
+
+def test_fit_gives_the_map_laplace_and_the_kernel(toy):
+    assert toy.jac.shape == (20, toy.theta.size)
+    residual = np.abs(np.asarray(toy.jac @ toy.projector)).max()
+    assert residual <= 1e-6 * np.linalg.norm(np.asarray(toy.jac), 2)
+    assert toy.prior_precision > 0
+
+
+def test_toy_and_uci_fits_use_their_loaders(monkeypatch, toy):
+    monkeypatch.setattr(loaders, "load_snelson", lambda in_between: _toy_data())
+    split = types.SimpleNamespace(**dict(zip(("x_train", "y_train", "x_test", "y_test"),
+                                             _toy_data(), strict=True)))  # fmt: skip
+    monkeypatch.setattr(loaders, "load_split", lambda name, seed: split)
+    assert study.toy_fit(jax.random.PRNGKey(0), CFG).name == "toy"
+    assert study.uci_fit(jax.random.PRNGKey(0), CFG, seed=0).name == "yacht"
+
+
+def test_rank_study_and_evidence(toy):
+    result = study.rank_study(jax.random.PRNGKey(1), CFG)
+    assert np.all(result["rank_ggn"] <= result["NO"])
+    assert np.all(result["dim_ker"] == result["P"] - result["rank_ggn"])
+    assert np.any(result["rank_hessian"] > result["NO"])  # the broken input
+    ev = study.rank_evidence(result)
+    assert isinstance(ev, Evidence) and all(ev.value) and "rank GGN" in ev.table
+
+
+def test_rank_evidence_fails_on_a_rank_above_no():
+    broken = {"N": np.array([1]), "NO": np.array([2]), "P": np.array([10]),
+              "rank_ggn": np.array([3]), "rank_J": np.array([3]), "dim_ker": np.array([7]),
+              "rank_hessian": np.array([5])}  # fmt: skip
+    assert not all(study.rank_evidence(broken).value)
+
+
+def test_underfitting_evidence(toy):
+    scores = study.predictive_scores(toy, jax.random.PRNGKey(2), 10)
+    assert set(scores) == {(m, p) for m in ("MAP", "sampled LA", "linearised LA")
+                           for p in ("train", "test")}  # fmt: skip
+    np.testing.assert_allclose(scores[("MAP", "train")][0], scores[("linearised LA", "train")][0])
+    change = study.kernel_image_change(toy, jax.random.PRNGKey(3), 10)
+    assert set(change) == {"full", "kernel", "image"} and all(v >= 0 for v in change.values())
+    ev = study.underfitting_evidence([toy], jax.random.PRNGKey(4), CFG)
+    assert [e.claim for e in ev] == ["C9.2"] * 3 and ev[0].gate is not None
+
+
+def test_projected_study_and_evidence(toy):
+    grid = np.linspace(-4, 4, 41)[:, None]
+    result = study.projected_study(toy, jax.random.PRNGKey(5), CFG, grid)
+    assert result["errors"].shape == (CFG.ap_sweeps,)
+    assert float(result["residual"].max()) < 1e-6
+    assert float(result["sd_train"].max()) < 1e-2 * float(result["grid_sd"].max())
+    ev = study.projected_evidence(toy, result, grid, CFG)
+    assert [e.rule for e in ev] == ["less", "non-increasing", "less", "greater"]
+
+
+def test_lanczos_study_and_evidence(toy):
+    result = study.lanczos_study(toy, jax.random.PRNGKey(6), CFG)
+    assert abs(result["slq_grad"] - result["dense_grad"]) < 0.2 * abs(result["dense_grad"])
+    assert abs(result["slq"] - result["dense"]) < 0.1 * toy.theta.size
+    assert abs(result["slq_grad"] - result["finite_diff"]) < 1e-4 * abs(result["finite_diff"])
+    ev = study.lanczos_evidence(result, CFG)
+    assert [e.claim for e in ev] == ["C9.6"] * 3
+
+
+def test_figures(toy):
+    lam = np.asarray(toy.posterior.eigvals)
+    assert figures.spectrum(lam, 20, 10).axes
+    grid = np.linspace(-3, 3, 11)[:, None]
+    fig = figures.bands(toy, grid, np.zeros(11), np.ones(11), jax.random.PRNGKey(7), 5)
+    assert len(fig.axes) == 4
+    assert figures.sweep_errors([0.5, 0.1]).axes
+    with pytest.raises(ValueError, match="non-empty"):
+        figures.spectrum([], 1, 1)
+    with pytest.raises(ValueError, match="non-empty"):
+        figures.sweep_errors([])
