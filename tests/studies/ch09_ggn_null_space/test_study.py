@@ -92,7 +92,13 @@ def test_projected_study_and_evidence(toy):
     assert float(result["residual"].max()) < 1e-6
     assert float(result["sd_train"].max()) < 1e-2 * float(result["grid_sd"].max())
     ev = study.projected_evidence(toy, result, grid, CFG)
-    assert [e.rule for e in ev] == ["less", "non-increasing", "less", "greater"]
+    assert [e.rule for e in ev] == ["less", "less", "less", "greater"]
+    errors = result["errors"]
+    assert ev[1].value == pytest.approx(float(errors[-1] / errors[0]))
+    converging = study.projected_evidence(
+        toy, {**result, "errors": np.geomspace(0.1, 1e-4, CFG.ap_sweeps)}, grid, CFG
+    )
+    assert converging[1].value < converging[1].expect  # sweeps that converge reproduce it
 
 
 def test_lanczos_study_and_evidence(toy):
