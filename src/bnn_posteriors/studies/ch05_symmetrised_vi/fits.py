@@ -210,18 +210,18 @@ def fit_width(
     args = (x, y, x_test, y_test, eval_key)
     settings = dict(width=width, fit=fit, eval_samples=eval_samples, **model_kw)
     groups = [slice(i, min(i + size, n_runs)) for i in range(0, n_runs, size)]
-    if cache_dir is None and len(groups) == 1:
+    directory = cache.cache_location(cache_dir)
+    if directory is None and len(groups) == 1:
         return _fit_runs(rng_keys, mi_weights, *args, **settings)
     from tqdm.auto import tqdm
 
-    directory = None if cache_dir is True else cache_dir
     outs = []
     for g in tqdm(groups, desc=f"fits at width {width}", unit="group", file=sys.stderr):
 
         def compute(g=g):
             return _fit_runs(rng_keys[g], mi_weights[g], *args, **settings)
 
-        if cache_dir is None:
+        if directory is None:
             outs.append(compute())
             continue
         parts = dict(keys=cache.key_data(rng_keys[g]), mi_weights=np.asarray(mi_weights[g]),
