@@ -110,6 +110,7 @@ def test_lanczos_study_and_evidence(toy):
     assert [e.claim for e in ev] == ["C9.6"] * 3
 
 
+@pytest.mark.filterwarnings("error")  # a warning is stderr in the page: a build error
 def test_figures(toy):
     lam = np.asarray(toy.posterior.eigvals)
     assert figures.spectrum(lam, 20, 10).axes

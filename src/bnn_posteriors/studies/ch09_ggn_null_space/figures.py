@@ -26,7 +26,6 @@ def spectrum(eigvals, num_constraints: int, rank: int):
     ax.set_xlabel("index i")
     ax.set_ylabel(r"eigenvalue $\lambda_i$ of the GGN")
     ax.legend(frameon=False)
-    fig.tight_layout()
     return fig
 
 
@@ -61,7 +60,6 @@ def bands(fit, grid, projected_mean, projected_sd, rng_key, num_samples: int = 2
     lo, hi = float(np.min(fit.y)), float(np.max(fit.y))
     axes[0].set_ylim(lo - 2.0, hi + 2.0)
     axes[0].legend(frameon=False, loc="lower left")
-    fig.tight_layout()
     return fig
 
 
@@ -74,5 +72,4 @@ def sweep_errors(errors):
     ax.semilogy(np.arange(1, errors.size + 1), errors, "o-")
     ax.set_xlabel("sweeps over the minibatches")
     ax.set_ylabel(r"$\|P_{AP}v - P_{ker}v\| / \|P_{ker}v\|$")
-    fig.tight_layout()
     return fig
