@@ -1,6 +1,8 @@
 """Tests of the replicate intervals, chain-level statistics and bootstraps of
 bnn_posteriors.evaluation.diagnostics ([MBNN] repeats, [SAP] §4.2-4.3 and App. D.6)."""
 
+import math
+
 import jax
 import numpy as np
 import pytest
@@ -106,14 +108,43 @@ def test_ks_gap_and_its_bootstrap():
     assert low < 0.0
 
 
-def test_paired_bootstrap_of_a_mean_difference():
+def test_paired_interval_percentile_resamples_the_same_rows_for_every_column():
     rng = np.random.default_rng(6)
     diffs = np.stack([rng.normal(1.0, 0.5, 400), rng.normal(0.0, 0.5, 400)], axis=1)
-    mean, low, high = diagnostics.paired_bootstrap(np.random.default_rng(7), diffs,
-                                                   num_resamples=500)  # fmt: skip
+    mean, low, high = diagnostics.paired_interval(diffs, method="percentile", n_resamples=500,
+                                                  rng=np.random.default_rng(7))  # fmt: skip
     np.testing.assert_allclose(mean, diffs.mean(0))
     assert low[0] > 0.8 and high[0] < 1.2  # ± 2 · 0.5/√400 = 0.05 around the mean
     assert low[1] < 0 < high[1] or abs(mean[1]) > 0.05
     np.testing.assert_allclose(high - low, 4 * 0.5 / 20, rtol=0.25)
+    # paired: the rows drawn are those of a hand-written percentile bootstrap on one stream
+    idx = np.random.default_rng(7).integers(0, 400, size=(500, 400))
+    boot = np.quantile(diffs[idx].mean(axis=1), [0.025, 0.975], axis=0)
+    np.testing.assert_allclose([low, high], boot, atol=1e-12)
+    # a constant column (the reference against itself) has an interval of zero width
+    with_zero = np.concatenate([diffs, np.zeros((400, 1))], axis=1)
+    out = diagnostics.paired_interval(with_zero, method="percentile", n_resamples=500, rng=7)
+    np.testing.assert_array_equal(out[:, 2], 0.0)
+    np.testing.assert_allclose(out[:, :2], [mean, low, high], atol=1e-12)
     with pytest.raises(ValueError, match="pairs >= 2"):
-        diagnostics.paired_bootstrap(rng, diffs[:1])
+        diagnostics.paired_interval(diffs[:1], method="percentile")
+    with pytest.raises(ValueError, match="method"):
+        diagnostics.paired_interval(diffs, method="normal")
+
+
+def test_paired_interval_bca_of_skewed_gains():
+    normal = np.random.default_rng(1).normal(1.0, 1.0, 400)
+    m, lo, hi = diagnostics.paired_interval(normal)
+    half = 1.96 * normal.std(ddof=1) / math.sqrt(400)  # the normal interval, for large n
+    assert m == pytest.approx(normal.mean()) and lo == pytest.approx(m - half, abs=0.02)
+    assert hi == pytest.approx(m + half, abs=0.02)
+    np.testing.assert_array_equal(
+        diagnostics.paired_interval(normal[:20]), diagnostics.paired_interval(normal[:20])
+    )
+    # skewed gains: mostly ties, a few large ones; the interval stays on their side of 0
+    m, lo, hi = diagnostics.paired_interval([0.0] * 8 + [0.2] * 7 + [1.1])
+    assert 0 < lo < m < hi
+    np.testing.assert_array_equal(diagnostics.paired_interval([0.5, 0.5]), [0.5, 0.5, 0.5])
+    assert diagnostics.paired_interval([0.0] * 15 + [0.002])[1] == 0.0  # BCa undefined: percentiles
+    with pytest.raises(ValueError, match="pairs >= 2"):
+        diagnostics.paired_interval([1.0])

@@ -275,42 +275,42 @@ def ks_gap_bootstrap(rng, ecdfs, num_chains: int, *, num_resamples: int = 1000):
     return float(low), float(high)
 
 
-def paired_interval(diffs, level: float = 0.95, *, n_resamples: int = 9999,
-                    seed: int = 0) -> np.ndarray:  # fmt: skip
-    """Mean and two-sided ``level`` interval of the mean of paired differences over seeds (n,):
-    the bias-corrected and accelerated (BCa) bootstrap of ``scipy.stats.bootstrap`` with
-    ``n_resamples`` resamples drawn from ``default_rng(seed)`` (deterministic).
+def paired_interval(differences, level: float = 0.95, *, method: str = "BCa",
+                    n_resamples: int = 9999, rng=0) -> np.ndarray:  # fmt: skip
+    """Mean paired difference and its two-sided ``level`` bootstrap interval, by
+    ``scipy.stats.bootstrap`` over the rows (the pairs) of ``differences``.
 
-    The paired gains of chapter 5 are skewed and bimodal (ties near 0 where symmetrised
-    training leaves the merged units alone, a cluster of large gains where it separates them,
-    now and then an outlier), for which the Student-t interval's normal approximation fails;
-    BCa corrects for the skew. Returns ``[mean, low, high]``; an interval of zero width where
-    all differences are equal (identical paired runs).
+    differences: (pairs,) or (pairs, m), e.g. Δ_s = LPPD(1) − LPPD(s) per (cell, warm start)
+    pair and scale s ([SAP] App. D.6): every column is resampled with the same rows, so the
+    columns stay paired. ``method``: ``"BCa"`` (bias-corrected and accelerated) or
+    ``"percentile"``; ``rng``: a seed or a NumPy Generator (deterministic).
+
+    BCa suits skewed differences (chapter 5's paired gains are bimodal: ties near 0 where
+    symmetrised training leaves the merged units alone, a cluster of large gains where it
+    separates them); where BCa is undefined (e.g. one value differs) a column falls back to
+    the percentile interval. A constant column has an interval of zero width. Returns
+    ``[mean, low, high]``: shape (3,) or (3, m).
     """
-    d = np.asarray(diffs, dtype=np.float64).ravel()
-    if len(d) < 2:
-        raise ValueError(f"paired_interval needs at least 2 paired seeds, got {len(d)}")
-    if np.ptp(d) == 0:
-        return np.array([d[0], d[0], d[0]])
-    ci = stats.bootstrap((d,), np.mean, confidence_level=level, n_resamples=n_resamples,
-                         method="BCa", random_state=np.random.default_rng(seed))  # fmt: skip
-    low, high = ci.confidence_interval
-    if not (np.isfinite(low) and np.isfinite(high)):  # BCa undefined (e.g. one value differs)
-        low, high = np.quantile(ci.bootstrap_distribution, [(1 - level) / 2, (1 + level) / 2])
-    return np.array([d.mean(), low, high])
-
-
-def paired_bootstrap(rng, differences, *, num_resamples: int = 1000):
-    """Mean paired difference per column and its 95 % percentile bootstrap interval.
-
-    rng: a NumPy Generator; differences: (pairs, m), e.g. Δ_s = LPPD(1) − LPPD(s) per
-    (cell, warm start) pair and scale s ([SAP] App. D.6). Rows are resampled with
-    replacement. Returns ``(mean (m,), low (m,), high (m,))``.
-    """
-    differences = np.asarray(differences)
-    if differences.ndim != 2 or len(differences) < 2:
-        raise ValueError(f"differences must be shaped (pairs >= 2, m), got {differences.shape}")
-    idx = rng.integers(0, len(differences), size=(num_resamples, len(differences)))
-    boot_mean = differences[idx].mean(axis=1)
-    low, high = np.quantile(boot_mean, [0.025, 0.975], axis=0)
-    return differences.mean(axis=0), low, high
+    d = np.asarray(differences, dtype=np.float64)
+    if d.ndim not in (1, 2) or len(d) < 2:
+        raise ValueError(f"differences must be shaped (pairs >= 2,) or (pairs >= 2, m), "
+                         f"got {d.shape}")  # fmt: skip
+    if method not in ("BCa", "percentile"):
+        raise ValueError(f"method must be 'BCa' or 'percentile', got {method!r}")
+    n_resamples = positive_int("n_resamples", n_resamples)
+    columns = d.reshape(len(d), -1)
+    mean = columns.mean(axis=0)
+    low, high = mean.copy(), mean.copy()
+    varied = np.ptp(columns, axis=0) > 0
+    if varied.any():
+        ci = stats.bootstrap((columns[:, varied],), np.mean, axis=0, confidence_level=level,
+                             n_resamples=n_resamples, method=method,
+                             random_state=np.random.default_rng(rng))  # fmt: skip
+        lo, hi = ci.confidence_interval
+        undefined = ~(np.isfinite(lo) & np.isfinite(hi))
+        if undefined.any():
+            q = np.quantile(ci.bootstrap_distribution, [(1 - level) / 2, (1 + level) / 2], -1)
+            lo, hi = np.where(undefined, q[0], lo), np.where(undefined, q[1], hi)
+        low[varied], high[varied] = lo, hi
+    out = np.stack([mean, low, high])
+    return out[:, 0] if d.ndim == 1 else out

@@ -95,6 +95,5 @@ def test_balanced_against_one_pairs_the_images_of_each_fold():
     assert out["per_fold"] == [pytest.approx((0.5, out["d_nll"] * 2)), (0.0, 0.0)]
     assert out["ci_acc"][0] <= out["d_acc"] <= out["ci_acc"][1]
     # each interval is a paired bootstrap from the same seed: the same resampled images
-    same = diagnostics.paired_bootstrap(np.random.default_rng(0), np.array([1.0, 0, 0, 0])[:, None],
-                                        num_resamples=500)  # fmt: skip
-    assert out["ci_acc"] == (float(same[1][0]), float(same[2][0]))
+    same = diagnostics.paired_interval([1.0, 0, 0, 0], method="percentile", n_resamples=500, rng=0)
+    assert out["ci_acc"] == (float(same[1]), float(same[2]))

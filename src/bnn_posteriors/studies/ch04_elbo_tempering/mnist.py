@@ -156,8 +156,8 @@ def balanced_against_one(probs_balanced, probs_one, labels, *, n_test: int, seed
     """
     d_acc, d_nll = paired_differences(probs_balanced, probs_one, labels)
     ci_acc, ci_nll = (
-        tuple(float(v[0]) for v in diagnostics.paired_bootstrap(
-            np.random.default_rng(seed), d[:, None], num_resamples=num_resamples)[1:])
+        tuple(float(v) for v in diagnostics.paired_interval(
+            d, method="percentile", n_resamples=num_resamples, rng=seed)[1:])
         for d in (d_acc, d_nll)
     )  # fmt: skip
     return {

@@ -233,7 +233,7 @@ def scale_comparison(rng, cells: Sequence[dict], n_ranked: int, *, num_resamples
     ``n_ranked`` scales of the grid (the paper's) are ranked per cell by LPPD (1 = best)
     and by RMSE. Per scale s, Δ_s = LPPD(1) − LPPD(s) of each (cell, warm start) pair,
     with its mean and 95 % bootstrap interval over the pairs
-    (:func:`diagnostics.paired_bootstrap`, ``rng`` a NumPy Generator). Returns ``grid``,
+    (:func:`diagnostics.paired_interval`, percentile, ``rng`` a NumPy Generator). Returns ``grid``,
     ``lppd`` and ``rmse`` (cells, grid), ``ranks`` and ``rmse_ranks`` (cells, n_ranked),
     ``avg_rank``, ``delta``, ``low``, ``high``, ``median`` (grid,), ``n_pairs``,
     ``position_of_1`` (the place of scale 1 among the average LPPD ranks), and per scale the
@@ -247,7 +247,9 @@ def scale_comparison(rng, cells: Sequence[dict], n_ranked: int, *, num_resamples
     one = grid.index(1.0)
     pairs = np.concatenate([c["chain_lppd"] for c in cells])  # (cell x warm start, grid)
     diff = pairs[:, [one]] - pairs
-    delta, low, high = diagnostics.paired_bootstrap(rng, diff, num_resamples=num_resamples)
+    delta, low, high = diagnostics.paired_interval(
+        diff, method="percentile", n_resamples=num_resamples, rng=rng
+    )
     cell_of_pair = np.concatenate([[i] * len(c["chain_lppd"]) for i, c in enumerate(cells)])
     return {
         "grid": grid,
@@ -338,8 +340,8 @@ def rank_clauses(
 
     Each column's mean over cells is its difference of average ranks (Fig. 12 shows average
     ranks); its 95 % percentile bootstrap interval resamples whole cells
-    (:func:`diagnostics.paired_bootstrap`, ``rng`` a NumPy Generator). Returns ``clauses``
-    and ``metrics`` (the column labels, 2 × 4 columns: LPPD first), ``advantage`` (cells, 8),
+    (:func:`diagnostics.paired_interval`, percentile, ``rng`` a NumPy Generator). Returns
+    ``clauses`` and ``metrics`` (the column labels, 2 × 4 columns: LPPD first), ``advantage`` (cells, 8),
     ``mean``, ``low``, ``high`` (8,), ``ranks`` {metric: (cells, K)}, ``glorot_ranks``
     {metric: (cells, K + 1)}, ``depth_rank_1`` {metric: {depth: scale 1's average rank over
     the cells of that depth}}, and :func:`three_way`'s decision of the conjunction.
@@ -376,7 +378,9 @@ def rank_clauses(
             int(d): float(r[depths == d, one].mean()) for d in sorted(set(depths.tolist()))
         }
     advantage = np.stack(columns, axis=1).astype(float)  # (cells, 8)
-    mean, low, high = diagnostics.paired_bootstrap(rng, advantage, num_resamples=num_resamples)
+    mean, low, high = diagnostics.paired_interval(
+        advantage, method="percentile", n_resamples=num_resamples, rng=rng
+    )
     return {
         "clauses": [*RANK_CLAUSES, *RANK_CLAUSES],
         "metrics": ["LPPD"] * len(RANK_CLAUSES) + ["RMSE"] * len(RANK_CLAUSES),
