@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bnn_posteriors.inference import vi
+from bnn_posteriors.inference import mean_field, vi
 from bnn_posteriors.models import nets
 from bnn_posteriors.models import numpyro_models as models
 
@@ -18,7 +18,7 @@ def _fit(x, y, **change):
     model_kwargs = dict(x=x, y=y, widths=(2, 1), noise_scale=0.5, prior_scale=1.0)
     settings = dict(num_steps=3000, learning_rate=0.01, schedule="constant", num_particles=16)
     return vi.fit_mfvi(jax.random.PRNGKey(0), models.mlp_regression, model_kwargs,
-                       **{**settings, **change})  # fmt: skip
+                       **{**settings, **change})[0]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -40,15 +40,15 @@ def linear_fit():
 def test_mfvi_recovers_the_conjugate_posterior(linear_fit):
     """The mean-field optimum of a Gaussian posterior: its mean and sd_j = 1/√Λ_jj."""
     fit, _, mean, precision = linear_fit
-    got_mean = np.r_[np.ravel(fit["loc"]["W0"]), np.ravel(fit["loc"]["b0"])]
-    got_sd = np.r_[np.ravel(fit["scale"]["W0"]), np.ravel(fit["scale"]["b0"])]
+    got_mean = np.r_[np.ravel(fit.loc["W0"]), np.ravel(fit.loc["b0"])]
+    got_sd = np.r_[np.ravel(fit.scale["W0"]), np.ravel(fit.scale["b0"])]
     np.testing.assert_allclose(got_mean, mean, atol=0.03)
     np.testing.assert_allclose(got_sd, 1 / np.sqrt(np.diag(precision)), rtol=0.15)
 
 
-def test_mlp_output_samples_have_the_mean_field_moments(linear_fit):
+def test_outputs_have_the_mean_field_moments(linear_fit):
     fit, x, mean, precision = linear_fit
-    f = vi.mlp_output_samples(jax.random.PRNGKey(1), fit, x[:4], num_samples=4000)
+    f = mean_field.outputs(jax.random.PRNGKey(1), fit, x[:4], num_samples=4000)[..., 0]
     assert f.shape == (4000, 4)
     design = np.c_[x[:4], np.ones(4)]
     np.testing.assert_allclose(f.mean(0), design @ mean, atol=0.05)
@@ -70,7 +70,7 @@ def test_tempered_fit_moves_toward_the_prior():
     y = (x @ np.array([1.0, -0.5])).astype(np.float32)
     plain = _fit(x, y, num_steps=500)
     tempered = _fit(x, y, num_steps=500, temperature=100.0)
-    assert float(tempered["scale"]["W0"].mean()) > 2 * float(plain["scale"]["W0"].mean())
+    assert float(tempered.scale["W0"].mean()) > 2 * float(plain.scale["W0"].mean())
 
 
 def test_scale_transform_exp_is_positive_and_named():
@@ -103,5 +103,5 @@ def test_mfvi_rejects_bad_input():
         _fit(x, y, temperature=-1.0)
     with pytest.raises(ValueError, match="finite"):
         _fit(x, np.full(5, math.nan))
-    with pytest.raises(ValueError, match="fit must be fit_mfvi's result for an MLP"):
-        vi.mlp_output_samples(key, {"loc": {}, "scale": {}}, x)
+    with pytest.raises(ValueError, match="sites of an MLP"):
+        mean_field.outputs(key, mean_field.MeanField({}, {}), x)

@@ -11,7 +11,7 @@ import numpyro
 import pytest
 from numpyro.infer import TraceMeanField_ELBO
 
-from bnn_posteriors.inference import mean_field_family as mf
+from bnn_posteriors.inference import mean_field as mf
 from bnn_posteriors.inference import symmetrised as sym
 from bnn_posteriors.inference import vi
 from bnn_posteriors.models import nets
@@ -23,18 +23,18 @@ WIDTHS = (2, 3, 1)
 
 def make_q(key=0, widths=WIDTHS, spread=1.0, scale=0.5):
     """A mean-field q with random means (times ``spread``) and one common scale."""
-    q = mf.init_mean_field(jax.random.key(key), widths, loc_scale=1.0, init_scale=scale)
-    q["loc"] = jax.tree.map(lambda v: spread * v, q["loc"])
-    q["loc"][0]["b"] = spread * jax.random.normal(jax.random.key(key + 1), (widths[1],))
+    q = mf.init(jax.random.key(key), widths, loc_scale=1.0, init_scale=scale)
+    q = mf.MeanField(jax.tree.map(lambda v: spread * v, q.loc), q.scale)
+    q.loc[0]["b"] = spread * jax.random.normal(jax.random.key(key + 1), (widths[1],))
     return q
 
 
 def symmetric_q(widths=WIDTHS):
     """Every hidden unit has the same factor: q∘g = q for every g."""
     q = make_q(widths=widths)
-    q["loc"][0]["W"] = jnp.ones_like(q["loc"][0]["W"]) * 0.3
-    q["loc"][0]["b"] = jnp.full_like(q["loc"][0]["b"], -0.2)
-    q["loc"][1]["W"] = jnp.ones_like(q["loc"][1]["W"]) * 0.7
+    q.loc[0]["W"] = jnp.ones_like(q.loc[0]["W"]) * 0.3
+    q.loc[0]["b"] = jnp.full_like(q.loc[0]["b"], -0.2)
+    q.loc[1]["W"] = jnp.ones_like(q.loc[1]["W"]) * 0.7
     return q
 
 
@@ -46,10 +46,12 @@ def toy_data(n=12):
 
 def test_log_q_symmetrised_two_ways():
     q = make_q()
-    w = jax.tree.map(lambda v: v[0], mf.sample_mean_field(jax.random.key(1), q, 1))
+    w = jax.tree.map(lambda v: v[0], mf.sample(jax.random.key(1), q, 1))
     group = permutations.permutation_group(3)
     direct = jnp.log(
-        jnp.mean(jnp.stack([jnp.exp(mf.log_q(q, actions.permute_hidden(w, 0, g))) for g in group]))
+        jnp.mean(
+            jnp.stack([jnp.exp(mf.log_density(q, actions.permute_hidden(w, 0, g))) for g in group])
+        )
     )
     np.testing.assert_allclose(sym.log_q_symmetrised(q, w), direct, rtol=1e-5)
     np.testing.assert_allclose(sym.log_q_symmetrised(q, w, group), direct, rtol=1e-5)
@@ -58,7 +60,7 @@ def test_log_q_symmetrised_two_ways():
 def test_sample_symmetrised_permutes_the_draws_of_q():
     q = make_q()
     key = jax.random.key(4)
-    base = mf.sample_mean_field(jax.random.split(key)[0], q, 50)
+    base = mf.sample(jax.random.split(key)[0], q, 50)
     moved = sym.sample_symmetrised(key, q, 50)
     for i in range(50):
         one = jax.tree.map(lambda v, i=i: v[i], base)
@@ -138,9 +140,9 @@ def test_symmetrised_elbo_is_the_mean_field_elbo_minus_lambda_i():
     q = make_q(spread=0.8, scale=0.4)
     spec = models.MLP(WIDTHS, noise_scale=0.3)
     model, kwargs = spec.model, spec.kwargs(x, y)
-    guide = vi.mean_field_guide(model, init_loc=nets.sites(q["loc"]), scale_transform="exp")
+    guide = vi.mean_field_guide(model, init_loc=nets.sites(q.loc), scale_transform="exp")
     numpyro.handlers.seed(guide, rng_seed=0)(**kwargs)  # build the prototype before the ELBOs
-    params, key = mf.to_guide_params(q), jax.random.key(7)
+    params, key = mf.to_auto_normal(q), jax.random.key(7)
     k_elbo, k_mi = jax.random.split(key)
     plain = TraceMeanField_ELBO(num_particles=3).loss(k_elbo, params, model, guide, **kwargs)
     mi = sym.mi_term(k_mi, q, 3)
@@ -157,21 +159,21 @@ def test_fit_symmetrised_raises_mi():
         learning_rate=0.02, num_particles=2,
     )  # fmt: skip
     assert losses.shape == (2, 300) and bool(jnp.all(jnp.isfinite(losses)))
-    assert q["loc"][0]["W"].shape == (2, *WIDTHS[:2]) and set(q) == {"loc", "log_scale"}
+    assert q.loc[0]["W"].shape == (2, *WIDTHS[:2]) and isinstance(q, mf.MeanField)
     assert float(losses[0, -20:].mean()) < float(losses[0, :20].mean())
     runs = [jax.tree.map(lambda v, r=r: v[r], q) for r in range(2)]
     mis = [float(sym.mutual_information(jax.random.key(1), run, 500)[0]) for run in runs]
     assert mis[1] >= mis[0] - 0.05
 
 
-def test_fit_starts_from_init_mean_field():
-    """One step of tiny size leaves q at the start of :func:`mf.init_mean_field`."""
+def test_fit_starts_from_mean_field_init():
+    """One step of tiny size leaves q at the start of :func:`mf.init`."""
     x, y = toy_data()
     key = jax.random.key(3)
     keys = jax.random.key_data(key)[None]
     q, _ = sym.fit_mean_field(keys, x, y, jnp.zeros(1), widths=WIDTHS, num_steps=1,
                               learning_rate=1e-9, init_scale=0.2, noise_scale=0.3)  # fmt: skip
-    start = mf.init_mean_field(jax.random.split(key)[0], WIDTHS, init_scale=0.2)
+    start = mf.init(jax.random.split(key)[0], WIDTHS, init_scale=0.2)
     for got, want in zip(jax.tree.leaves(q), jax.tree.leaves(start), strict=True):
         np.testing.assert_allclose(got[0], want, atol=1e-6)
 
@@ -183,7 +185,7 @@ def test_fit_categorical_runs():
     keys = jnp.stack([jax.random.key_data(jax.random.key(0))] * 2)
     q, losses = sym.fit_mean_field(keys, x, y, jnp.array([0.0, 1.0]), widths=(2, 3, 3),
                                    num_steps=20, likelihood="categorical", num_perms=4)  # fmt: skip
-    assert q["loc"][1]["W"].shape == (2, 3, 3) and bool(jnp.all(jnp.isfinite(losses)))
+    assert q.loc[1]["W"].shape == (2, 3, 3) and bool(jnp.all(jnp.isfinite(losses)))
 
 
 def test_input_validation():
@@ -191,9 +193,9 @@ def test_input_validation():
     x, y = toy_data()
     with pytest.raises(ValueError, match="num_perms"):
         sym.infonce_bound(jax.random.key(0), q, 0)
-    with pytest.raises(ValueError, match="'loc' and 'log_scale'"):
-        sym.mutual_information(jax.random.key(0), {"loc": q["loc"]})
-    deep = mf.init_mean_field(jax.random.key(0), (2, 3, 3, 1))
+    with pytest.raises(TypeError, match="must be a MeanField"):
+        sym.mutual_information(jax.random.key(0), {"loc": q.loc})
+    deep = mf.init(jax.random.key(0), (2, 3, 3, 1))
     with pytest.raises(ValueError, match="one hidden layer"):
         sym.mutual_information(jax.random.key(0), deep)
     with pytest.raises(ValueError, match="increasing"):

@@ -9,7 +9,8 @@ import numpyro
 import pytest
 from scipy import integrate, stats
 
-from bnn_posteriors.inference import tempering
+from bnn_posteriors.inference import mean_field, tempering
+from bnn_posteriors.inference.mean_field import MeanField
 from bnn_posteriors.models import nets
 from bnn_posteriors.models import numpyro_models as models
 
@@ -21,21 +22,31 @@ def tiny_problem(width=3, n=5, seed=0):
     rng = np.random.default_rng(seed)
     x = tempering.augment(jnp.asarray(rng.uniform(-1, 1, (n, 1)), jnp.float32))
     y = jnp.asarray(rng.normal(size=n), jnp.float32)
-    q = {
-        "W0_loc": jnp.asarray(rng.normal(size=(2, width)), jnp.float32),
-        "W0_scale": jnp.asarray(rng.uniform(0.3, 1.2, (2, width)), jnp.float32),
-        "W1_loc": jnp.asarray(rng.normal(size=(width, 1)), jnp.float32),
-        "W1_scale": jnp.asarray(rng.uniform(0.3, 1.2, (width, 1)), jnp.float32),
-    }
+    q = two_layer(
+        jnp.asarray(rng.normal(size=(2, width)), jnp.float32),
+        jnp.asarray(rng.uniform(0.3, 1.2, (2, width)), jnp.float32),
+        jnp.asarray(rng.normal(size=(width, 1)), jnp.float32),
+        jnp.asarray(rng.uniform(0.3, 1.2, (width, 1)), jnp.float32),
+    )
     return x, y, q
+
+
+def two_layer(w0_loc, w0_scale, w1_loc, w1_scale) -> MeanField:
+    """q of [TEMP]'s network: a MeanField over the layers [{"W": W0}, {"W": W1}]."""
+    return MeanField([{"W": w0_loc}, {"W": w1_loc}], [{"W": w0_scale}, {"W": w1_scale}])
+
+
+def parts(q):
+    """(W0 mean, W0 sd, W1 mean, W1 sd) of a two-layer q."""
+    return q.loc[0]["W"], q.scale[0]["W"], q.loc[1]["W"], q.scale[1]["W"]
 
 
 def hand_kl(q, prior_scale):
     """Σ KL(N(μ, σ²) ‖ N(0, s²)) over every weight, written out with numpy."""
     total = 0.0
-    for site in ("W0", "W1"):
-        mu = np.asarray(q[f"{site}_loc"], float)
-        sd = np.asarray(q[f"{site}_scale"], float)
+    for layer in (0, 1):
+        mu = np.asarray(q.loc[layer]["W"], float)
+        sd = np.asarray(q.scale[layer]["W"], float)
         s = prior_scale
         total += np.sum(np.log(s / sd) + (sd**2 + mu**2) / (2 * s**2) - 0.5)
     return total
@@ -44,8 +55,7 @@ def hand_kl(q, prior_scale):
 def hand_expected_log_lik(q, x, y, noise_scale, num_draws=400_000, seed=1):
     """Σ_i E_q log N(y_i | f_w(x_i), noise²) by plain numpy Monte Carlo over w ~ q."""
     rng = np.random.default_rng(seed)
-    mu0, sd0 = np.asarray(q["W0_loc"], float), np.asarray(q["W0_scale"], float)
-    mu1, sd1 = np.asarray(q["W1_loc"], float), np.asarray(q["W1_scale"], float)
+    mu0, sd0, mu1, sd1 = (np.asarray(a, float) for a in parts(q))
     width = mu0.shape[1]
     w0 = mu0 + sd0 * rng.standard_normal((num_draws, *mu0.shape))
     w1 = mu1 + sd1 * rng.standard_normal((num_draws, *mu1.shape))
@@ -85,11 +95,12 @@ def test_augment_appends_ones_and_checks_shape():
 
 def test_kl_is_zero_at_the_prior_and_matches_hand_formula():
     _, _, q = tiny_problem()
-    assert float(tempering.kl_mean_field(q, 0.7)) == pytest.approx(hand_kl(q, 0.7), rel=1e-5)
+    assert float(mean_field.kl_to_prior(q, 0.7)) == pytest.approx(hand_kl(q, 0.7), rel=1e-5)
     prior = tempering.init_params(KEY, 2, 3, prior_scale=0.7, init_scale=1.0)
-    prior["W0_loc"] = jnp.zeros_like(prior["W0_loc"])
-    assert float(tempering.kl_mean_field(prior, 0.7)) == pytest.approx(0.0, abs=1e-6)
-    per_neuron = tempering.kl_per_neuron(q, 0.7)
+    _, sd0, w1, sd1 = parts(prior)
+    prior = two_layer(jnp.zeros_like(sd0), sd0, w1, sd1)
+    assert float(mean_field.kl_to_prior(prior, 0.7)) == pytest.approx(0.0, abs=1e-6)
+    per_neuron = mean_field.kl_per_unit(q, 0.7)
     assert per_neuron.shape == (3,)
     assert float(per_neuron.sum()) == pytest.approx(hand_kl(q, 0.7), rel=1e-5)
 
@@ -116,8 +127,9 @@ def test_expected_loss_is_the_data_term_without_its_constant():
     x, y, q = tiny_problem()
     rng = np.random.default_rng(2)
     draws = 200_000
-    w0 = np.asarray(q["W0_loc"]) + np.asarray(q["W0_scale"]) * rng.standard_normal((draws, 2, 3))
-    w1 = np.asarray(q["W1_loc"]) + np.asarray(q["W1_scale"]) * rng.standard_normal((draws, 3, 1))
+    mu0, sd0, mu1, sd1 = (np.asarray(a) for a in parts(q))
+    w0 = mu0 + sd0 * rng.standard_normal((draws, 2, 3))
+    w1 = mu1 + sd1 * rng.standard_normal((draws, 3, 1))
     hidden = np.maximum(np.einsum("nd,sdh->snh", np.asarray(x, float), w0), 0.0)
     f = np.einsum("snh,sho->sno", hidden, w1)[..., 0] / 3
     loss = ((np.asarray(y, float) - f) ** 2).sum(axis=1) / (2 * 0.8**2)
@@ -128,11 +140,7 @@ def test_expected_loss_is_the_data_term_without_its_constant():
         const - float(terms["expected_loss"]), rel=1e-5
     )
     # a perfect deterministic fit has zero loss, whatever p and σ
-    exact = {
-        **q,
-        "W0_scale": jnp.full_like(q["W0_scale"], 1e-8),
-        "W1_scale": jnp.full_like(q["W1_scale"], 1e-8),
-    }
+    exact = MeanField(q.loc, jax.tree.map(lambda s: jnp.full_like(s, 1e-8), q.scale))
     mean, _ = tempering.predictive_moments(exact, x)
     zero = tempering.gaussian_elbo_terms(exact, x, mean[:, 0], noise_scale=0.3)
     assert float(zero["expected_loss"]) == pytest.approx(0.0, abs=1e-5)
@@ -178,10 +186,7 @@ def test_relu_gaussian_moments_match_quadrature(m, s):
 def test_predictive_moments_match_monte_carlo():
     x, _, q = tiny_problem(width=4)
     mean, var = tempering.predictive_moments(q, x)
-    layers = tempering.sample_weights(KEY, q, 200_000)
-    f = jax.vmap(lambda a, b: nets.mlp_apply([{"W": a}, {"W": b}], x, output_scale=0.25))(
-        layers[0]["W"], layers[1]["W"]
-    )
+    f = mean_field.outputs(KEY, q, x, 200_000, output_scale=0.25)
     np.testing.assert_allclose(mean, f.mean(0), atol=0.01)
     np.testing.assert_allclose(var, f.var(0), rtol=0.03, atol=1e-3)
 
@@ -193,12 +198,9 @@ def test_gap_is_the_variance_term_and_shrinks_like_one_over_n():
     assert float(terms["gap"]) > 0
     assert float(terms["limit"] - terms["elbo"]) == pytest.approx(float(terms["gap"]), rel=1e-4)
     for k in (2, 8):
-        rep = {
-            "W0_loc": jnp.tile(q["W0_loc"], (1, k)),
-            "W0_scale": jnp.tile(q["W0_scale"], (1, k)),
-            "W1_loc": jnp.tile(q["W1_loc"], (k, 1)),
-            "W1_scale": jnp.tile(q["W1_scale"], (k, 1)),
-        }
+        mu0, sd0, mu1, sd1 = parts(q)
+        rep = two_layer(*(jnp.tile(mu0, (1, k)), jnp.tile(sd0, (1, k))),
+                        *(jnp.tile(mu1, (k, 1)), jnp.tile(sd1, (k, 1))))  # fmt: skip
         t = tempering.gaussian_elbo_terms(rep, x, y, noise_scale=0.8)
         assert float(t["gap"]) == pytest.approx(float(terms["gap"]) / k, rel=1e-4)
         assert float(t["limit_log_lik"]) == pytest.approx(float(terms["limit_log_lik"]), rel=1e-5)
@@ -211,11 +213,14 @@ def test_closed_forms_reject_bad_shapes():
         tempering.predictive_moments(q, x[:, :1])
     with pytest.raises(ValueError, match="gaussian_elbo_terms: x has .* rows but y has 3"):
         tempering.gaussian_elbo_terms(q, x, y[:3])
-    with pytest.raises(ValueError, match="lack"):
-        tempering.kl_mean_field({"W0_loc": q["W0_loc"]})
-    bad = dict(q, W1_loc=jnp.zeros((5, 1)), W1_scale=jnp.ones((5, 1)))
+    with pytest.raises(TypeError, match="MeanField"):
+        tempering.predictive_moments({"W0_loc": q.loc[0]["W"]}, x)
+    with pytest.raises(ValueError, match="layers"):
+        tempering.predictive_moments(MeanField(q.loc[:1], q.scale[:1]), x)
+    mu0, sd0, _, _ = parts(q)
+    bad = two_layer(mu0, sd0, jnp.zeros((5, 1)), jnp.ones((5, 1)))
     with pytest.raises(ValueError, match="width"):
-        tempering.kl_mean_field(bad)
+        tempering.gaussian_elbo_terms(bad, x, y)
 
 
 # --------------------------------------------------------------------------- model and fitting
@@ -248,10 +253,10 @@ def test_fit_tempered_increases_the_elbo_and_shapes():
         learning_rate=0.05,
         num_particles=4,
     )
-    assert params["W0_loc"].shape == (2, 2, 8) and losses.shape == (2, 300)
+    assert params.loc[0]["W"].shape == (2, 2, 8) and losses.shape == (2, 300)
     assert np.all(np.asarray(losses[:, -30:].mean(1)) < np.asarray(losses[:, :30].mean(1)))
     # the colder fit moves further from the prior
-    kl = [float(tempering.kl_mean_field({k: v[i] for k, v in params.items()})) for i in (0, 1)]
+    kl = [float(mean_field.kl_to_prior(jax.tree.map(lambda v, i=i: v[i], params))) for i in (0, 1)]
     assert kl[1] > kl[0]
 
 
@@ -260,7 +265,7 @@ def test_fit_tempered_batched_over_data_sets_keeps_padded_inputs_at_the_prior():
     x_pad = jnp.pad(x, ((0, 0), (0, 1)))  # a zero column: its weights see no data
     xs, ys = jnp.stack([x_pad, x_pad]), jnp.stack([y, -y])
     init = tempering.init_params(KEY, 3, 4)
-    init["W0_loc"] = init["W0_loc"].at[2].set(0.0)
+    init = MeanField([{"W": init.loc[0]["W"].at[2].set(0.0)}, init.loc[1]], init.scale)
     inits = jax.tree.map(lambda a: jnp.stack([a, a]), init)
     params, losses = tempering.fit_tempered(
         KEY,
@@ -270,9 +275,9 @@ def test_fit_tempered_batched_over_data_sets_keeps_padded_inputs_at_the_prior():
         num_steps=50,
         batched=("x", "y"),
     )
-    assert params["W0_loc"].shape == (2, 2, 3, 4) and losses.shape == (2, 2, 50)
-    np.testing.assert_array_equal(params["W0_loc"][:, :, 2], 0.0)
-    np.testing.assert_allclose(params["W0_scale"][:, :, 2], 1.0, rtol=1e-6)
+    assert params.loc[0]["W"].shape == (2, 2, 3, 4) and losses.shape == (2, 2, 50)
+    np.testing.assert_array_equal(params.loc[0]["W"][:, :, 2], 0.0)
+    np.testing.assert_allclose(params.scale[0]["W"][:, :, 2], 1.0, rtol=1e-6)
     with pytest.raises(ValueError, match="etas"):
         tempering.fit_tempered(KEY, dict(x=xs, y=ys, width=4), inits, [1.0], num_steps=2,
                                batched=("x", "y"))  # fmt: skip
@@ -292,7 +297,7 @@ def test_categorical_model_and_predictive_probabilities():
     assert float(terms["kl"]) == pytest.approx(hand_kl(init, 0.5), rel=1e-5)
     assert float(terms["expected_log_lik"]) < 0
     params, _ = tempering.fit_tempered(KEY, kwargs, init, [0.5], num_steps=20)
-    probs = tempering.predict_probs(KEY, {k: v[0] for k, v in params.items()}, x,
+    probs = tempering.predict_probs(KEY, jax.tree.map(lambda v: v[0], params), x,
                                     num_samples=8, output_scale=1.0)  # fmt: skip
     assert probs.shape == (12, 3)
     np.testing.assert_allclose(probs.sum(1), 1.0, rtol=1e-5)

@@ -16,7 +16,7 @@ package's one mean-field VI (:func:`bnn_posteriors.inference.vi.svi_steps`): the
 :func:`~bnn_posteriors.inference.vi.mean_field_guide`, the objective
 :class:`SymmetrisedELBO` (``TraceMeanField_ELBO`` minus λ·I).
 
-q is held by layer, ``{"loc": layers, "log_scale": layers}`` (:mod:`.mean_field_family`).
+q is a :class:`.mean_field.MeanField` over the MLP's layer list (``[{"W", "b"}, {"W", "b"}]``).
 Hidden unit j of a one-hidden-layer net is the row ``u_j = (W₀[:, j], b₀[j], W₁[j, :])``;
 g permutes these rows and leaves b₁.
 """
@@ -30,18 +30,10 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import logsumexp
 from numpyro.infer import TraceMeanField_ELBO
+from numpyro.infer.util import log_density
 
-from bnn_posteriors.inference import vi
-from bnn_posteriors.inference.mean_field_family import (
-    HALF_LOG_2PI,
-    _check_q,
-    from_guide_params,
-    init_mean_field,
-    log_joint,
-    log_q,
-    sample_mean_field,
-    to_guide_params,
-)
+from bnn_posteriors.inference import mean_field, vi
+from bnn_posteriors.inference.mean_field import HALF_LOG_2PI, MeanField
 from bnn_posteriors.models import nets
 from bnn_posteriors.models.numpyro_models import MLP
 from bnn_posteriors.models.symmetry.permutations import (
@@ -66,19 +58,19 @@ def _units(params) -> jax.Array:
     return jnp.concatenate(parts, axis=1)
 
 
-def unit_log_densities(q: dict, params) -> jax.Array:
+def unit_log_densities(q: MeanField, params) -> jax.Array:
     """L[j, k] = log q_j(u_k(ω)): unit k of ω under the factor of q at position j, (H, H).
 
     log q(g·ω) = Σ_j L[j, perm[j]] + (terms g does not touch), so the whole group is
     scored from this one matrix ([SYM] §4: the sum over G of q(g·ω)).
     """
-    mu, log_s = _units(q["loc"]), _units(q["log_scale"])
+    mu, log_s = _units(q.loc), _units(q.log_scale)
     u = _units(params)
     z = (u[None, :, :] - mu[:, None, :]) * jnp.exp(-log_s)[:, None, :]
     return jnp.sum(-0.5 * z**2 - log_s[:, None, :] - HALF_LOG_2PI, axis=-1)
 
 
-def log_ratios(q: dict, params, perms) -> jax.Array:
+def log_ratios(q: MeanField, params, perms) -> jax.Array:
     """log q(g·ω) − log q(ω) for each permutation g in ``perms`` (G, H): shape (G,)."""
     _check_one_hidden(q)
     L = unit_log_densities(q, params)
@@ -87,14 +79,14 @@ def log_ratios(q: dict, params, perms) -> jax.Array:
     return jnp.sum(L[rows[None, :], perms], axis=1) - jnp.trace(L)
 
 
-def log_q_symmetrised(q: dict, params, perms=None) -> jax.Array:
+def log_q_symmetrised(q: MeanField, params, perms=None) -> jax.Array:
     """log q_G(ω) = log (1/|G|) Σ_g q(g·ω), exact (log-mean-exp over the whole group).
 
     By :func:`log_permanent` of the unit matrix (:func:`unit_log_densities`), or by
     explicit enumeration over ``perms`` (G, H) if given (e.g. :func:`permutation_group`).
     """
     _check_one_hidden(q)
-    return log_q(q, params) - _mi_terms(q, params, perms)
+    return mean_field.log_density(q, params) - _mi_terms(q, params, perms)
 
 
 def _mi_terms(q, params, perms=None):
@@ -112,7 +104,7 @@ def _infonce_terms(q, params, perms):
     return math.log(r.shape[0]) - logsumexp(r)
 
 
-def mutual_information(rng_key, q: dict, num_samples: int = 1000, perms=None):
+def mutual_information(rng_key, q: MeanField, num_samples: int = 1000, perms=None):
     """I(g; ω) = E_q[log q(ω) − log q_G(ω)] = KL(q ‖ q_G) with exact averaging over G.
 
     Monte Carlo over ω ~ q only; the average over G is exact (:func:`log_permanent`, or
@@ -120,12 +112,12 @@ def mutual_information(rng_key, q: dict, num_samples: int = 1000, perms=None):
     Returns ``(estimate, standard_error)``.
     """
     _check_one_hidden(q)
-    draws = sample_mean_field(rng_key, q, num_samples)
+    draws = mean_field.sample(rng_key, q, num_samples)
     values = jax.vmap(lambda w: _mi_terms(q, w, perms))(draws)
     return mean_se(values)
 
 
-def infonce_bound(rng_key, q: dict, num_perms: int, num_samples: int = 1000):
+def infonce_bound(rng_key, q: MeanField, num_perms: int, num_samples: int = 1000):
     """Î_K = E[log q(ω) − log((1/K)(q(ω) + Σ_{k=2}^K q(h_k·ω)))], h_k ~ Uniform(G).
 
     The InfoNCE bound with critic log q(g⁻¹·ω) (the true conditional): E Î_K ≤ I,
@@ -134,9 +126,9 @@ def infonce_bound(rng_key, q: dict, num_perms: int, num_samples: int = 1000):
     """
     _check_one_hidden(q)
     num_perms = positive_int("num_perms", num_perms)
-    width = q["loc"][0]["W"].shape[1]
+    width = q.loc[0]["W"].shape[1]
     k_w, k_p = jax.random.split(rng_key)
-    draws = sample_mean_field(k_w, q, num_samples)
+    draws = mean_field.sample(k_w, q, num_samples)
     keys = jax.random.split(k_p, num_samples)
 
     def one(w, key):
@@ -146,7 +138,7 @@ def infonce_bound(rng_key, q: dict, num_perms: int, num_samples: int = 1000):
     return mean_se(jax.vmap(one)(draws, keys))
 
 
-def infonce_curve(rng_key, q: dict, ks, num_samples: int = 1000, *, paired: bool = False):
+def infonce_curve(rng_key, q: MeanField, ks, num_samples: int = 1000, *, paired: bool = False):
     """Î_K of :func:`infonce_bound` for several K at once, with nested negatives.
 
     One set of max(ks) − 1 permutations per draw ω ~ q; Î_K uses its first K − 1, so the
@@ -162,9 +154,9 @@ def infonce_curve(rng_key, q: dict, ks, num_samples: int = 1000, *, paired: bool
         raise ValueError(
             f"ks must be a non-empty increasing sequence of positive integers, got {ks}"
         )
-    width = q["loc"][0]["W"].shape[1]
+    width = q.loc[0]["W"].shape[1]
     k_w, k_p = jax.random.split(rng_key)
-    draws = sample_mean_field(k_w, q, num_samples)
+    draws = mean_field.sample(k_w, q, num_samples)
     keys = jax.random.split(k_p, num_samples)
     n_neg = max(ks[-1] - 1, 1)
 
@@ -180,16 +172,16 @@ def infonce_curve(rng_key, q: dict, ks, num_samples: int = 1000, *, paired: bool
     return jnp.mean(values, axis=0), jnp.std(values, axis=0, ddof=1) / math.sqrt(num_samples)
 
 
-def sample_symmetrised(rng_key, q: dict, num_samples: int):
+def sample_symmetrised(rng_key, q: MeanField, num_samples: int):
     """ω ~ q_G: ω = g·ω₀ with ω₀ ~ q and g ~ Uniform(G), each leaf (num_samples, ...).
 
-    ω₀ are the draws of :func:`sample_mean_field` with the first half of ``rng_key``'s split,
-    so ``sample_mean_field(jax.random.split(rng_key)[0], q, n)`` gives the same ω₀.
+    ω₀ are the draws of :func:`.mean_field.sample` with the first half of ``rng_key``'s split,
+    so ``mean_field.sample(jax.random.split(rng_key)[0], q, n)`` gives the same ω₀.
     """
     _check_one_hidden(q)
     k_w, k_g = jax.random.split(rng_key)
-    draws = sample_mean_field(k_w, q, num_samples)
-    perms = random_permutations(k_g, q["loc"][0]["W"].shape[1], num_samples)
+    draws = mean_field.sample(k_w, q, num_samples)
+    perms = random_permutations(k_g, q.loc[0]["W"].shape[1], num_samples)
     return jax.vmap(lambda w, p: jax.tree.map(lambda v: v[0], permute_params(w, p[None])))(
         draws, perms
     )
@@ -197,7 +189,7 @@ def sample_symmetrised(rng_key, q: dict, num_samples: int):
 
 def elbo_samples(
     rng_key,
-    q: dict,
+    q: MeanField,
     x,
     y,
     num_samples: int,
@@ -209,7 +201,7 @@ def elbo_samples(
     """Per-draw values of log p(y, ω) − log r(ω) with ω ~ r, r = q or r = q_G.
 
     For q_G: ω = g·ω₀ (:func:`sample_symmetrised`) and log q_G exact over G; both use the
-    same ω₀ for the same key. log p(y, ω) is the model's (:func:`.mean_field_family.log_joint`).
+    same ω₀ for the same key. log p(y, ω) is the model's (:func:`log_joint`).
     Their mean is an unbiased estimate of ELBO(r); shape (num_samples,).
     """
     validate.check_xy(x, y, where="elbo_samples", ndim=(2,))
@@ -218,8 +210,8 @@ def elbo_samples(
         return log_joint(w, x, y, prior_scale=prior_scale, **likelihood_kwargs)
 
     if not symmetrised:
-        draws = sample_mean_field(jax.random.split(rng_key)[0], q, num_samples)
-        return jax.vmap(lambda w: joint(w) - log_q(q, w))(draws)
+        draws = mean_field.sample(jax.random.split(rng_key)[0], q, num_samples)
+        return jax.vmap(lambda w: joint(w) - mean_field.log_density(q, w))(draws)
     draws = sample_symmetrised(rng_key, q, num_samples)
     return jax.vmap(lambda w: joint(w) - log_q_symmetrised(q, w))(draws)
 
@@ -227,16 +219,16 @@ def elbo_samples(
 # --------------------------------------------------------------------------- the objective
 
 
-def mi_term(rng_key, q: dict, num_draws: int, num_perms: int | None = None) -> jax.Array:
+def mi_term(rng_key, q: MeanField, num_draws: int, num_perms: int | None = None) -> jax.Array:
     """The I of [SYM] eq. 8 as trained: the mean over ``num_draws`` reparameterised ω ~ q of
     log q(ω) − log q_G(ω), exact over G (``num_perms`` None) or the InfoNCE term of Î_K with
     K = ``num_perms`` (K − 1 fresh permutations per draw). Differentiable in q.
     """
     k_w, k_p = jax.random.split(rng_key)
-    draws = sample_mean_field(k_w, q, num_draws)
+    draws = mean_field.sample(k_w, q, num_draws)
     if num_perms is None:
         return jnp.mean(jax.vmap(lambda w: _mi_terms(q, w))(draws))
-    width = q["loc"][0]["W"].shape[1]
+    width = q.loc[0]["W"].shape[1]
 
     def one(w, key):
         return _infonce_terms(q, w, random_permutations(key, width, num_perms - 1))
@@ -261,7 +253,8 @@ class SymmetrisedELBO(TraceMeanField_ELBO):
     def loss_with_mutable_state(self, rng_key, param_map, model, guide, *args, **kwargs):
         k_elbo, k_mi = jax.random.split(rng_key)
         out = super().loss_with_mutable_state(k_elbo, param_map, model, guide, *args, **kwargs)
-        mi = mi_term(k_mi, from_guide_params(param_map), self.num_particles, self.num_perms)
+        q = mean_field.from_auto_normal(param_map, mlp=True)
+        mi = mi_term(k_mi, q, self.num_particles, self.num_perms)
         return {**out, "loss": out["loss"] - self.mi_weight * mi}
 
 
@@ -274,12 +267,12 @@ def _fit(
     rng_key, x, y, mi_weight, *, num_steps, learning_rate, num_particles, num_perms, init_scale,
     spec,
 ):  # fmt: skip
-    """One run of the model ``spec`` (:class:`.models.MLP`): q by layer (log sds) and the
-    losses (num_steps,)."""
+    """One run of the model ``spec`` (:class:`.models.MLP`): q (a :class:`.mean_field.MeanField`
+    by layer) and the losses (num_steps,)."""
     k_init, k_steps = jax.random.split(rng_key)
-    start = init_mean_field(k_init, spec.widths, init_scale=init_scale)
+    start = mean_field.init(k_init, spec.widths, init_scale=init_scale)
     guide = vi.mean_field_guide(
-        spec.model, init_loc=nets.sites(start["loc"]), init_scale=init_scale, scale_transform="exp"
+        spec.model, init_loc=nets.sites(start.loc), init_scale=init_scale, scale_transform="exp"
     )
     params, losses = vi.svi_steps(
         k_steps,
@@ -290,10 +283,10 @@ def _fit(
         learning_rate=learning_rate,
         schedule="cosine",
         num_particles=num_particles,
-        init_params=to_guide_params(start),
+        init_params=mean_field.to_auto_normal(start),
         elbo=SymmetrisedELBO(mi_weight, num_particles=num_particles, num_perms=num_perms),
     )
-    return from_guide_params(params), losses
+    return mean_field.from_auto_normal(params, mlp=True), losses
 
 
 def fit_mean_field(
@@ -319,9 +312,9 @@ def fit_mean_field(
     draws from the key). Each run is :func:`bnn_posteriors.inference.vi.svi_steps` on
     :class:`SymmetrisedELBO`: Adam with cosine decay over ``num_steps`` full-batch steps,
     from weight means ~ N(0, 1/d_in), bias means 0 and sds ``init_scale``
-    (:func:`.mean_field_family.init_mean_field`); ``widths`` = (d_in, H, d_out), one hidden
-    layer. Returns ``(q, losses)``: q = ``{"loc", "log_scale"}`` by layer with a leading
-    (R,) axis on every leaf, losses (R, num_steps) = −(ELBO + λ·I) along the way.
+    (:func:`.mean_field.init`); ``widths`` = (d_in, H, d_out), one hidden layer.
+    Returns ``(q, losses)``: q a :class:`.mean_field.MeanField` by layer with a leading (R,)
+    axis on every leaf, losses (R, num_steps) = −(ELBO + λ·I) along the way.
     """
     where = "fit_mean_field"
     widths = nets.check_widths(widths)
@@ -362,6 +355,27 @@ def fit_mean_field(
     return jax.vmap(lambda k, lam: _fit(k, x, y, lam, **settings))(rng_keys, mi_weights)
 
 
+# --------------------------------------------------------------------------- the model
+
+
+def log_joint(
+    params,
+    x,
+    y,
+    *,
+    likelihood: str = "gaussian",
+    prior_scale: float = 1.0,
+    noise_scale: float = 1.0,
+    activation: str = "relu",
+) -> jax.Array:
+    """log p(y, ω | x) of the model (:class:`.models.MLP`) at one ω (an MLP parameter list),
+    from the NumPyro model itself (:func:`numpyro.infer.util.log_density`)."""
+    widths = (params[0]["W"].shape[0], *(layer["W"].shape[1] for layer in params))
+    spec = MLP(widths, likelihood, activation, bias="b" in params[0],
+               prior_scale=prior_scale, noise_scale=noise_scale)  # fmt: skip
+    return log_density(spec.model, (), spec.kwargs(x, y), nets.sites(params))[0]
+
+
 # --------------------------------------------------------------------------- helpers
 
 
@@ -372,6 +386,6 @@ def mean_se(values):
 
 
 def _check_one_hidden(q) -> None:
-    _check_q(q)
-    if not (isinstance(q["loc"], list | tuple) and len(q["loc"]) == 2):
+    mean_field.check(q, where="symmetrised")
+    if not (isinstance(q.loc, list | tuple) and len(q.loc) == 2):
         raise ValueError("the symmetrised family is implemented for one hidden layer (2 layers)")

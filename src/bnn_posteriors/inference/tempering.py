@@ -13,8 +13,9 @@ without biases and with ``output_scale = 1/N`` (a bias of the hidden layer is a 
 ones appended to x, :func:`augment`); η multiplies the KL by ``numpyro.handlers.scale`` on the
 guide, whose sites carry the analytic Gaussian KL of ``TraceMeanField_ELBO``.
 
-Parameters of q are a dict ``{"W0_loc", "W0_scale", "W1_loc", "W1_scale"}`` with ``W0``
-(d_in, N) the hidden weights b_j (columns) and ``W1`` (N, d_out) the output weights a_j.
+q is a :class:`bnn_posteriors.inference.mean_field.MeanField` over the layer list
+``[{"W": W0}, {"W": W1}]`` (``q.loc``, ``q.scale``) with ``W0`` (d_in, N) the hidden weights b_j
+(columns) and ``W1`` (N, d_out) the output weights a_j.
 """
 
 from __future__ import annotations
@@ -26,14 +27,14 @@ import numpyro
 from jax.scipy.special import ndtr
 from numpyro.infer import TraceMeanField_ELBO
 
-from bnn_posteriors.inference import vi
+from bnn_posteriors.inference import mean_field, vi
+from bnn_posteriors.inference.mean_field import MeanField
 from bnn_posteriors.models import nets
 from bnn_posteriors.models import numpyro_models as models
-from bnn_posteriors.theory import narrow_network as theory
 from bnn_posteriors.util import validate
 from bnn_posteriors.util.validate import positive, positive_array, positive_int
 
-SITES = ("W0", "W1")
+SITES = ("W0", "W1")  # the latent sites of :func:`model`, in the layer order of q
 
 
 # --------------------------------------------------------------------------- inputs
@@ -98,51 +99,34 @@ def model(
 def init_params(
     rng_key, d_in: int, width: int, n_out: int = 1, *, prior_scale: float = 1.0,
     init_scale: float = 1.0,
-) -> dict:  # fmt: skip
+) -> MeanField:  # fmt: skip
     """Initial q: hidden means b_j ~ P0 (a prior draw), output means a_j = 0, all sds
-    ``init_scale · prior_scale``. Returns the parameter dict of the module docstring.
+    ``init_scale · prior_scale``. Returns q as in the module docstring.
     """
     d_in, width, n_out = (positive_int(k, v) for k, v in (("d_in", d_in), ("width", width),
                                                           ("n_out", n_out)))  # fmt: skip
     positive("prior_scale", prior_scale, where="init_params")
     positive("init_scale", init_scale, where="init_params")
     sd = init_scale * prior_scale
-    return {
-        "W0_loc": prior_scale * jax.random.normal(rng_key, (d_in, width)),
-        "W0_scale": jnp.full((d_in, width), sd),
-        "W1_loc": jnp.zeros((width, n_out)),
-        "W1_scale": jnp.full((width, n_out), sd),
-    }
+    return MeanField(
+        [{"W": prior_scale * jax.random.normal(rng_key, (d_in, width))},
+         {"W": jnp.zeros((width, n_out))}],
+        [{"W": jnp.full((d_in, width), sd)}, {"W": jnp.full((width, n_out), sd)}],
+    )  # fmt: skip
 
 
-def _check_params(params: dict) -> None:
-    missing = {f"{s}_{k}" for s in SITES for k in ("loc", "scale")} - set(params)
-    if missing:
-        raise ValueError(f"params lack {sorted(missing)}")
-    for s in SITES:
-        if jnp.shape(params[f"{s}_loc"]) != jnp.shape(params[f"{s}_scale"]):
-            raise ValueError(f"{s}_loc and {s}_scale differ in shape")
-    if jnp.shape(params["W0_loc"])[1] != jnp.shape(params["W1_loc"])[0]:
-        raise ValueError("W0 (d_in, N) and W1 (N, d_out) disagree on the width N")
+def _check_q(q, where: str) -> None:
+    """q of the module docstring: a MeanField over ``[{"W": W0}, {"W": W1}]``, N matching."""
+    mean_field.check(q, where=where)
+    if not (isinstance(q.loc, list) and [set(layer) for layer in q.loc] == [{"W"}, {"W"}]):
+        raise ValueError(f"{where}: q must be over the layers [{{'W': W0}}, {{'W': W1}}]")
+    if jnp.shape(q.loc[0]["W"])[-1] != jnp.shape(q.loc[1]["W"])[-2]:
+        raise ValueError(f"{where}: W0 (d_in, N) and W1 (N, d_out) disagree on the width N")
 
 
-def to_guide_params(params: dict) -> dict:
-    """The parameter dict of the module docstring as :func:`vi.mean_field_guide`'s names
-    (``W0_loc`` → ``W0_auto_loc``); :func:`from_guide_params` is its inverse.
-    """
-    _check_params(params)
-    return {f"{s}_auto_{k}": params[f"{s}_{k}"] for s in SITES for k in ("loc", "scale")}
-
-
-def from_guide_params(params: dict) -> dict:
-    """Inverse of :func:`to_guide_params`."""
-    return {f"{s}_{k}": params[f"{s}_auto_{k}"] for s in SITES for k in ("loc", "scale")}
-
-
-def _guide(start: dict):
+def _guide(start: MeanField):
     """q_θ: ``AutoNormal`` over ``W0``, ``W1`` with exp-parametrised sds, starting at ``start``."""
-    init_loc = {s: start[f"{s}_loc"] for s in SITES}
-    return vi.mean_field_guide(model, init_loc=init_loc, scale_transform="exp")
+    return vi.mean_field_guide(model, init_loc=nets.sites(start.loc), scale_transform="exp")
 
 
 # --------------------------------------------------------------------------- fitting
@@ -151,7 +135,7 @@ def _guide(start: dict):
 def fit_tempered(
     rng_key,
     model_kwargs: dict,
-    init: dict,
+    init: MeanField,
     etas,
     *,
     num_steps: int,
@@ -164,7 +148,7 @@ def fit_tempered(
     Adam with a cosine-decayed learning rate; ``TraceMeanField_ELBO`` (analytic KL,
     ``num_particles`` draws for the expected log-likelihood); every fit starts at ``init``.
     ``model_kwargs`` are the keyword arguments of :func:`model` (``x``, ``y``, ``width``, ...).
-    Returns ``(params, losses)``: each parameter with a leading (n_eta,) axis, losses
+    Returns ``(q, losses)``: q with a leading (n_eta,) axis on every leaf, losses
     (n_eta, num_steps) = the negative tempered ELBO along the way.
 
     ``batched`` names model arguments (e.g. ``("x", "y")``) that hold B data sets of equal
@@ -183,16 +167,16 @@ def fit_tempered(
         want = "(n_sets, n_eta)" if batched else "a scalar or (n_eta,)"
         raise ValueError(f"etas must be {want}, got shape {etas.shape}")
     positive_array("eta", np.asarray(etas), where="fit_tempered")
-    _check_params(jax.tree.map(lambda a: a[0], init) if batched else init)
+    _check_q(jax.tree.map(lambda a: a[0], init) if batched else init, "fit_tempered")
     fixed = {k: v for k, v in model_kwargs.items() if k not in batched}
 
     def one(key, eta, start, data):
         params, losses = vi.svi_steps(
             key, model, _guide(start), {**fixed, **data}, num_steps=num_steps,
             learning_rate=learning_rate, num_particles=num_particles, temperature=eta,
-            init_params=to_guide_params(start),
+            init_params=mean_field.to_auto_normal(start),
         )  # fmt: skip
-        return from_guide_params(params), losses
+        return mean_field.from_auto_normal(params, mlp=True), losses
 
     over_eta = jax.vmap(one, in_axes=(0, 0, None, None))
     if not batched:
@@ -206,7 +190,7 @@ def fit_tempered(
     return jax.jit(jax.vmap(over_eta))(keys, etas, init, data)
 
 
-def mc_elbo_terms(rng_key, params: dict, model_kwargs: dict, eta=1.0, *, num_particles=1):
+def mc_elbo_terms(rng_key, q: MeanField, model_kwargs: dict, eta=1.0, *, num_particles=1):
     """The two terms of ELBO_η^N as NumPyro's ``TraceMeanField_ELBO`` computes them.
 
     Per-site losses (``sum_sites=False``) of the η-scaled guide: the latent sites give
@@ -215,40 +199,20 @@ def mc_elbo_terms(rng_key, params: dict, model_kwargs: dict, eta=1.0, *, num_par
     elbo = −η·kl + expected_log_lik, the objective that :func:`fit_tempered` maximises.
     """
     positive_array("eta", eta, where="mc_elbo_terms")
-    _check_params(params)
-    guide = _guide(params)
+    _check_q(q, "mc_elbo_terms")
+    guide = _guide(q)
     # build the guide's prototype now, so that the ELBO's draws depend on rng_key alone
     numpyro.handlers.seed(guide, rng_seed=0)(**model_kwargs)
     guide = numpyro.handlers.scale(guide, scale=eta)
     loss = TraceMeanField_ELBO(num_particles=positive_int("num_particles", num_particles),
                                sum_sites=False)  # fmt: skip
-    per_site = loss.loss(rng_key, to_guide_params(params), model, guide, **model_kwargs)
+    per_site = loss.loss(rng_key, mean_field.to_auto_normal(q), model, guide, **model_kwargs)
     kl = sum(per_site[s] for s in SITES) / eta
     ell = -per_site["y"]
     return {"kl": kl, "expected_log_lik": ell, "elbo": -eta * kl + ell}
 
 
 # --------------------------------------------------------------------------- closed forms
-
-
-def kl_mean_field(params: dict, prior_scale: float = 1.0):
-    """KL(q_θ‖P0) = Σ [log(s/σ) + (σ² + μ²)/(2s²) − 1/2] over all weights (P0 = N(0, s²))."""
-    _check_params(params)
-    positive("prior_scale", prior_scale, where="kl_mean_field")
-    total: float | jax.Array = 0.0
-    for site in SITES:
-        mu, sd = params[f"{site}_loc"], params[f"{site}_scale"]
-        total = total + jnp.sum(theory.gaussian_kl(mu, sd, prior_scale))
-    return total
-
-
-def kl_per_neuron(params: dict, prior_scale: float = 1.0):
-    """KL(q_{θ_j}‖P0^1) of each neuron j (its column of W0 and row of W1): shape (N,)."""
-    _check_params(params)
-    kl = theory.gaussian_kl
-    return jnp.sum(kl(params["W0_loc"], params["W0_scale"], prior_scale), axis=0) + jnp.sum(
-        kl(params["W1_loc"], params["W1_scale"], prior_scale), axis=1
-    )
 
 
 def relu_gaussian_moments(m, s):
@@ -262,40 +226,39 @@ def relu_gaussian_moments(m, s):
     return m * cdf + s * pdf, (m**2 + s**2) * cdf + m * s * pdf
 
 
-def predictive_moments(params: dict, x, output_scale: float | None = None):
+def predictive_moments(q: MeanField, x, output_scale: float | None = None):
     """Mean and variance of f_w(x) under q_θ for the ReLU network, in closed form.
 
     With u_j = ⟨b_j, x⟩ ~ N(⟨μ_b, x⟩, Σ_k σ_bk² x_k²) independent of a_j:
     E f = s Σ_j μ_a E relu(u_j), Var f = s² Σ_j [(μ_a² + σ_a²) E relu(u_j)² − μ_a² (E relu u_j)²].
     ``x``: (n, d_in) → mean, var: (n, d_out); s = ``output_scale`` (default 1/N).
     """
-    _check_params(params)
-    d_in = jnp.shape(params["W0_loc"])[0]
+    _check_q(q, "predictive_moments")
+    d_in, width = jnp.shape(q.loc[0]["W"])
     x = jnp.asarray(validate.check_x(x, where="predictive_moments", n_features=d_in))
-    width = jnp.shape(params["W0_loc"])[1]
     s = 1.0 / width if output_scale is None else output_scale
-    m = x @ params["W0_loc"]  # (n, N)
-    sd = jnp.sqrt((x**2) @ params["W0_scale"] ** 2)  # (n, N)
+    m = x @ q.loc[0]["W"]  # (n, N)
+    sd = jnp.sqrt((x**2) @ q.scale[0]["W"] ** 2)  # (n, N)
     e1, e2 = relu_gaussian_moments(m, sd)
-    mu_a, sd_a = params["W1_loc"], params["W1_scale"]  # (N, d_out)
+    mu_a, sd_a = q.loc[1]["W"], q.scale[1]["W"]  # (N, d_out)
     mean = s * e1 @ mu_a
     var = s**2 * (e2 @ (mu_a**2 + sd_a**2) - e1**2 @ mu_a**2)
     return mean, var
 
 
-def _gaussian_terms(params, x, y, noise_scale, output_scale):
-    d_in = jnp.shape(params["W0_loc"])[0]
+def _gaussian_terms(q, x, y, noise_scale, output_scale):
+    d_in = jnp.shape(q.loc[0]["W"])[0]
     xy = validate.check_xy(x, y, where="gaussian_elbo_terms", n_features=d_in)
     x, y = map(jnp.asarray, xy)
     positive("noise_scale", noise_scale, where="gaussian_elbo_terms")
-    mean, var = predictive_moments(params, x, output_scale)
+    mean, var = predictive_moments(q, x, output_scale)
     const = -0.5 * y.shape[0] * jnp.log(2 * jnp.pi * noise_scale**2)
     squared = jnp.sum((y - mean[:, 0]) ** 2) / (2 * noise_scale**2)
     return const - squared, jnp.sum(var[:, 0]) / (2 * noise_scale**2)
 
 
 def gaussian_elbo_terms(
-    params: dict, x, y, *, eta=1.0, prior_scale=1.0, noise_scale=1.0, output_scale=None
+    q: MeanField, x, y, *, eta=1.0, prior_scale=1.0, noise_scale=1.0, output_scale=None
 ) -> dict:
     """Exact ELBO_η^N and the limit functional F̃_η^N(ν_N^θ) of the slides, square loss, ReLU.
 
@@ -307,8 +270,9 @@ def gaussian_elbo_terms(
     Returns ``dict(kl, expected_log_lik, expected_loss, elbo, limit_log_lik, limit, gap)``.
     """
     positive_array("eta", eta, where="gaussian_elbo_terms")
-    kl = kl_mean_field(params, prior_scale)
-    limit_ll, var_term = _gaussian_terms(params, x, y, noise_scale, output_scale)
+    _check_q(q, "gaussian_elbo_terms")
+    kl = mean_field.kl_to_prior(q, prior_scale)
+    limit_ll, var_term = _gaussian_terms(q, x, y, noise_scale, output_scale)
     ell = limit_ll - var_term
     const = -0.5 * jnp.shape(y)[0] * jnp.log(2 * jnp.pi * noise_scale**2)
     return {
@@ -325,32 +289,13 @@ def gaussian_elbo_terms(
 # --------------------------------------------------------------------------- prediction
 
 
-def sample_weights(rng_key, params: dict, num_samples: int) -> list[dict]:
-    """Draws w = μ + σ ⊙ z from q_θ as MLP layers.
-
-    Returns ``[{"W": (S, d_in, N)}, {"W": (S, N, d_out)}]`` with S = ``num_samples``.
-    """
-    _check_params(params)
-    num_samples = positive_int("num_samples", num_samples)
-    keys = jax.random.split(rng_key, len(SITES))
-    draws = [
-        params[f"{s}_loc"]
-        + params[f"{s}_scale"] * jax.random.normal(k, (num_samples, *jnp.shape(params[f"{s}_loc"])))
-        for k, s in zip(keys, SITES, strict=True)
-    ]
-    return [{"W": w} for w in draws]
-
-
 def predict_probs(
-    rng_key, params: dict, x, *, num_samples: int = 32, output_scale: float | None = None,
+    rng_key, q: MeanField, x, *, num_samples: int = 32, output_scale: float | None = None,
     activation: str = "relu",
 ):  # fmt: skip
     """Predictive class probabilities (1/S) Σ_s softmax(f_{w_s}(x)), w_s ~ q_θ: (n, d_out)."""
-    layers = sample_weights(rng_key, params, num_samples)
-    width = jnp.shape(params["W0_loc"])[1]
+    _check_q(q, "predict_probs")
+    width = jnp.shape(q.loc[0]["W"])[1]
     s = 1.0 / width if output_scale is None else output_scale
-
-    def probs(w0, w1):
-        return jax.nn.softmax(nets.mlp_apply([{"W": w0}, {"W": w1}], x, activation, s), axis=-1)
-
-    return jnp.mean(jax.vmap(probs)(layers[0]["W"], layers[1]["W"]), axis=0)
+    f = mean_field.outputs(rng_key, q, x, num_samples, activation=activation, output_scale=s)
+    return jnp.mean(jax.nn.softmax(f, axis=-1), axis=0)

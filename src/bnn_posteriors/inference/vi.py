@@ -13,14 +13,14 @@ expected log-likelihood. The choices the papers differ in are arguments:
   ``numpyro.handlers.scale`` on the guide, whose sites carry the analytic KL.
 
 :func:`fit_mfvi` validates and fits; :func:`svi_steps` is the traceable core that
-callers vectorise with ``jax.vmap`` (over temperatures, starts or data sets).
+callers vectorise with ``jax.vmap`` (over temperatures, starts or data sets). The fitted q is
+a :class:`bnn_posteriors.inference.mean_field.MeanField`, as in every VI method of the package.
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import numpyro
 import optax
 from numpyro.distributions import constraints
@@ -29,8 +29,7 @@ from numpyro.infer.autoguide import AutoNormal
 from numpyro.infer.initialization import init_to_uniform, init_to_value
 from numpyro.optim import optax_to_numpyro
 
-from bnn_posteriors.inference import optim
-from bnn_posteriors.models import nets
+from bnn_posteriors.inference import mean_field, optim
 from bnn_posteriors.theory import narrow_network as theory
 from bnn_posteriors.util import validate
 from bnn_posteriors.util.validate import positive
@@ -129,8 +128,10 @@ def fit_mfvi(
     Adam (``schedule``: cosine-decayed or constant) from the start given by ``init_loc``
     and ``init_scale`` (:func:`mean_field_guide`); ``num_particles`` Monte-Carlo draws per
     step for the expected log-likelihood; η = ``temperature`` multiplies the KL.
-    Returns ``dict(loc, scale, losses (num_steps,), params)`` where ``loc`` and ``scale``
-    map each latent site to its variational mean and standard deviation.
+    Returns ``(q, losses (num_steps,))`` with q a :class:`.mean_field.MeanField` over the
+    model's latent sites (means and standard deviations, keyed by site; for an MLP model
+    :func:`.mean_field.layers` gives its layer list and :func:`.mean_field.outputs` its
+    network outputs under draws from q).
     """
     where = "fit_mfvi"
     validate.check_model_data(model_kwargs, where=where)
@@ -155,55 +156,7 @@ def fit_mfvi(
         num_particles=num_particles,
         temperature=temperature,
     )
-    return {
-        "loc": guide.median(params),
-        "scale": site_params(params, "scale"),
-        "losses": losses,
-        "params": params,
-    }
-
-
-def site_params(params: dict, kind: str) -> dict:
-    """The guide's ``<site>_auto_<kind>`` parameters keyed by site (``kind``: loc or scale)."""
-    suffix = f"_auto_{kind}"
-    return {name[: -len(suffix)]: v for name, v in params.items() if name.endswith(suffix)}
-
-
-def sample_mfvi(rng_key, fit: dict, num_samples: int):
-    """Draws from a fitted mean-field q (:func:`fit_mfvi`): each site (num_samples, ...)."""
-    names = sorted(fit["scale"])  # latent sites; ``loc`` also holds deterministic ones
-    keys = jax.random.split(rng_key, len(names))
-    return {
-        name: fit["loc"][name]
-        + fit["scale"][name] * jax.random.normal(k, (num_samples, *fit["loc"][name].shape))
-        for k, name in zip(keys, names, strict=True)
-    }
-
-
-def mlp_output_samples(rng_key, fit: dict, x, num_samples: int = 100, *, activation="relu"):
-    """Network outputs f(x; θ_s) of an MLP model for θ_s ~ q, s = 1..``num_samples``: (S, n).
-
-    ``fit`` is :func:`fit_mfvi`'s result for
-    :func:`bnn_posteriors.models.numpyro_models.mlp_regression`
-    (sites ``W0, b0, W1, ...``); ``x`` (n, d_in) with d_in the rows of ``W0``.
-    """
-    validate.positive_int("num_samples", num_samples, where="mlp_output_samples")
-    n_layers = sum(1 for name in fit["scale"] if name.startswith("W"))
-    if n_layers == 0 or any(f"{k}{i}" not in fit["scale"] for i in range(n_layers) for k in "Wb"):
-        raise ValueError("fit must be fit_mfvi's result for an MLP model (sites W0, b0, W1, ...)")
-    x = validate.check_x(
-        x, where="mlp_output_samples", n_features=fit["loc"]["W0"].shape[0], dtype=np.float32
-    )
-    keys = jax.random.split(rng_key, 2 * n_layers)
-    layers = []
-    for i in range(n_layers):
-        layer = {}
-        for j, name in enumerate(("W", "b")):
-            loc, scale = fit["loc"][f"{name}{i}"], fit["scale"][f"{name}{i}"]
-            eps = jax.random.normal(keys[2 * i + j], (num_samples, *loc.shape))
-            layer[name] = loc + scale * eps
-        layers.append(layer)
-    return jax.vmap(lambda p: nets.mlp_apply(p, jnp.asarray(x), activation)[:, 0])(layers)
+    return mean_field.from_auto_normal(params), losses
 
 
 def narrow_negative_elbo(params, active, x, y, sigma, tau):
@@ -242,7 +195,9 @@ def fit_mfvi_narrow(
     Monte-Carlo noise: Adam from ``num_starts`` random starts (μ ~ N(0, τ²),
     s = τ/2) on (μ, log s), each end point polished by Newton steps. All depths
     up to ``max_depth`` share one compiled program (:func:`narrow_negative_elbo`).
-    Returns ``dict(mu (L,), s (L,), elbo)``.
+    Returns ``(q, elbo)``: q the :class:`.mean_field.MeanField` over the model's site ``w``
+    (means μ (L,), sds s (L,)), as :func:`fit_mfvi` returns it for
+    :func:`bnn_posteriors.models.numpyro_models.narrow_network`, and its ELBO.
     """
     validate.check_xy(x, y, where="fit_mfvi_narrow", ndim=(1,))
     validate.positive_int("num_starts", num_starts, where="fit_mfvi_narrow")
@@ -264,8 +219,7 @@ def fit_mfvi_narrow(
         newton_steps=newton_steps,
     )
     best = int(jnp.argmin(final))
-    return {
-        "mu": params["mu"][best, :depth],
-        "s": jnp.exp(params["log_s"][best, :depth]),
-        "elbo": -final[best],
-    }
+    q = mean_field.MeanField(
+        {"w": params["mu"][best, :depth]}, {"w": jnp.exp(params["log_s"][best, :depth])}
+    )
+    return q, -final[best]

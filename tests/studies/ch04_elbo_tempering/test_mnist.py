@@ -75,7 +75,7 @@ def test_temperature_sweep_and_cross_fit_pool_every_image():
                                           ece_bins=5, **FIT)  # fmt: skip
     assert [r["eta"] for r in table] == [0.1, 1.0] and table[0]["probs"].shape == (10, 10)
     assert all(0.0 <= r["accuracy"] <= 1.0 and r["nll"] > 0 for r in table)
-    assert init["W0_loc"].shape == (6, 4)
+    assert init.loc[0]["W"].shape == (6, 4)
     first = {eta: r["probs"] for eta, r in zip((0.1, 1.0), table, strict=True)}
     pooled, labels = mnist.cross_fit(KEY, KEY, x, y, init, (0.1, 1.0), first, n_test=10,
                                      num_folds=3, **FIT)  # fmt: skip

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from bnn_posteriors.data import loaders as data
-from bnn_posteriors.inference import tempering
+from bnn_posteriors.inference import mean_field, tempering
+from bnn_posteriors.inference.mean_field import MeanField
 from bnn_posteriors.studies.ch04_elbo_tempering import regression as study
 
 KEY = jax.random.PRNGKey(0)
@@ -111,8 +112,11 @@ def test_subsample_sizes_round_fractions_of_p():
 def test_padded_init_puts_padded_inputs_at_the_prior():
     q = study.padded_init(KEY, 2, 4, 5, prior_scale=1.0, init_scale=0.5)
     ref = tempering.init_params(KEY, 4, 5, prior_scale=1.0, init_scale=0.5)
-    np.testing.assert_array_equal(q["W0_loc"][:2], ref["W0_loc"][:2])
-    np.testing.assert_array_equal(q["W0_loc"][2:], 0.0)
+    np.testing.assert_array_equal(q.loc[0]["W"][:2], ref.loc[0]["W"][:2])
+    np.testing.assert_array_equal(q.loc[0]["W"][2:], 0.0)
+    for a, b in zip(jax.tree.leaves((q.scale, q.loc[1])), jax.tree.leaves((ref.scale, ref.loc[1])),
+                    strict=True):  # fmt: skip
+        np.testing.assert_array_equal(a, b)
 
 
 # --------------------------------------------------------------------------- fits
@@ -148,7 +152,7 @@ def test_fit_over_widths_matches_a_direct_fit_with_the_same_keys(fitted):
         jnp.asarray([(1.0, 0.1 * 10 / 4)] * 4), num_steps=20, learning_rate=0.03,
         num_particles=1, batched=("x", "y"),
     )  # fmt: skip
-    q = {k: v[3, 1] for k, v in params.items()}
+    q = jax.tree.map(lambda v: v[3, 1], params)
     terms = study.elbo_terms(q, sets["four", 1]["x"], sets["four", 1]["y"], eta=0.1 * 10 / 4,
                              prior_scale=1.0, noise_scale=1.0)  # fmt: skip
     assert rows[1]["elbo"] == float(terms["elbo"]) and rows[1]["gap"] == float(terms["gap"])
@@ -182,7 +186,7 @@ def test_loglog_slope_of_a_power_law():
 
 def test_prior_q_has_zero_kl():
     q = study.prior_q(3, 5)
-    assert float(tempering.kl_mean_field(q)) == 0.0 and q["W1_loc"].shape == (5, 1)
+    assert float(mean_field.kl_to_prior(q)) == 0.0 and q.loc[1]["W"].shape == (5, 1)
 
 
 def test_mc_against_closed_form_agrees():
@@ -200,7 +204,8 @@ def fake_fits():
         for n, k1 in zip((10, 100), kl_1, strict=True):
             rows.append({"N": n, "tempered": False, "kl": k1, "rmse": 1.0 + 0.1 * s,
                          "expected_loss": 5.0})  # fmt: skip
-            q = {"W1_scale": jnp.full((n, 1), 0.1)}
+            q = MeanField([{"W": jnp.zeros((3, n))}, {"W": jnp.zeros((n, 1))}],
+                          [{"W": jnp.ones((3, n))}, {"W": jnp.full((n, 1), 0.1)}])  # fmt: skip
             rows.append({"N": n, "tempered": True, "kl": 0.1 * n, "rmse": 0.5, "gap": 2.0 / n,
                          "expected_loss": 3.0, "q": q})  # fmt: skip
         fits["set", s] = {"rows": rows, "rmse_prior": 1.0, "p": 20}
@@ -238,25 +243,30 @@ def test_gap_summary_and_term_slopes_by_hand():
 
 def test_draw_neurons_picks_columns_and_rows():
     q = tempering.init_params(KEY, 2, 4)
-    q["W1_loc"] = jnp.arange(4.0)[:, None]
+    q = MeanField([q.loc[0], {"W": jnp.arange(4.0)[:, None]}], q.scale)
     drawn = study.draw_neurons(q, np.array([[0, 3], [2, 2]]))
-    assert drawn["W0_loc"].shape == (2, 2, 2) and drawn["W1_loc"].shape == (2, 2, 1)
-    np.testing.assert_array_equal(drawn["W1_loc"][:, :, 0], [[0.0, 3.0], [2.0, 2.0]])
-    np.testing.assert_array_equal(drawn["W0_loc"][1, :, 0], q["W0_loc"][:, 2])
+    assert drawn.loc[0]["W"].shape == (2, 2, 2) and drawn.loc[1]["W"].shape == (2, 2, 1)
+    np.testing.assert_array_equal(drawn.loc[1]["W"][:, :, 0], [[0.0, 3.0], [2.0, 2.0]])
+    np.testing.assert_array_equal(drawn.loc[0]["W"][1, :, 0], q.loc[0]["W"][:, 2])
+    np.testing.assert_array_equal(drawn.scale[0]["W"][1, :, 0], q.scale[0]["W"][:, 2])
 
 
 def test_fixed_nu_terms_scale_by_construction():
     """Identical neurons: the KL is N times one neuron's and the gap falls exactly like 1/N."""
     rng = np.random.default_rng(0)
-    one = {"W0_loc": rng.normal(size=(2, 1)), "W0_scale": np.full((2, 1), 0.8),
-           "W1_loc": np.ones((1, 1)), "W1_scale": np.full((1, 1), 0.5)}  # fmt: skip
-    q_nu = {k: jnp.asarray(np.repeat(v, 3, axis=1 if k.startswith("W0") else 0), jnp.float32)
-            for k, v in one.items()}  # fmt: skip
+    one = MeanField([{"W": rng.normal(size=(2, 1))}, {"W": np.ones((1, 1))}],
+                    [{"W": np.full((2, 1), 0.8)}, {"W": np.full((1, 1), 0.5)}])  # fmt: skip
+
+    def repeat(layers):
+        return [{"W": jnp.asarray(np.repeat(layers[i]["W"], 3, axis=1 - i), jnp.float32)}
+                for i in (0, 1)]  # fmt: skip
+
+    q_nu = MeanField(repeat(one.loc), repeat(one.scale))
     x = tempering.augment(jnp.linspace(-1, 1, 8)[:, None])
     y = jnp.sin(x[:, 0])
     out = study.fixed_nu_terms(KEY, q_nu, x, y, (4, 16, 64), np.array([4, 8]), num_draws=3,
                                noise_scale=1.0, prior_scale=1.0)  # fmt: skip
-    kl_one = float(tempering.kl_mean_field({k: jnp.asarray(v) for k, v in one.items()}))
+    kl_one = float(mean_field.kl_to_prior(jax.tree.map(jnp.asarray, one)))
     np.testing.assert_allclose(out["kl"], kl_one * np.array([4, 16, 64]), rtol=1e-5)
     assert study.loglog_slope([4, 16, 64], out["gap"]) == pytest.approx(-1.0, abs=1e-4)
     assert out["gap_p"].shape == (2,) and out["gap_p"][1] > out["gap_p"][0]

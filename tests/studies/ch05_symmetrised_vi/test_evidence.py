@@ -13,7 +13,7 @@ import pytest
 
 from bnn_posteriors.claims import rules
 from bnn_posteriors.claims.checking import Evidence
-from bnn_posteriors.inference import mean_field_family as mf
+from bnn_posteriors.inference import mean_field as mf
 from bnn_posteriors.studies.ch05_symmetrised_vi import evidence as ev
 
 
@@ -188,7 +188,7 @@ def test_combined_status_and_mi_words():
 
 
 def test_mnist_pruning_report():
-    qs = [mf.init_mean_field(jax.random.key(i), (2, 3, 2), init_scale=0.1) for i in range(4)]
+    qs = [mf.init(jax.random.key(i), (2, 3, 2), init_scale=0.1) for i in range(4)]
     q = jax.tree.map(lambda *a: np.stack(a), *qs)
     glue, table = ev.mnist_pruning_report({3: {"q": q}}, n_seeds=2, prior_scale=1.0)
     assert set(glue) == {

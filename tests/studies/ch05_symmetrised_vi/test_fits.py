@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bnn_posteriors.inference import mean_field_family as mf
+from bnn_posteriors.inference import mean_field as mf
 from bnn_posteriors.inference import symmetrised as sym
 from bnn_posteriors.models.symmetry import permutations
 from bnn_posteriors.studies.ch05_symmetrised_vi import fits as sx
@@ -76,7 +76,7 @@ def test_evaluate_categorical():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(12, 2)).astype(np.float32)
     y = rng.integers(0, 3, size=12)
-    q = mf.init_mean_field(jax.random.key(0), (2, 3, 3), init_scale=0.1)
+    q = mf.init(jax.random.key(0), (2, 3, 3), init_scale=0.1)
     ev = sx.evaluate(jax.random.key(1), q, x, y, x[:5], num_samples=8, likelihood="categorical")
     assert ev["predictive"].shape == (5, 3) and "outputs" not in ev
     np.testing.assert_allclose(ev["predictive"].sum(-1), 1.0, rtol=1e-5)
@@ -130,7 +130,7 @@ def test_fit_width_in_cached_groups_equals_one_batch_and_resumes(tmp_path, monke
 
 
 def test_separation_curve_and_steps():
-    base = mf.init_mean_field(jax.random.key(0), (1, 3, 1), loc_scale=1.0, init_scale=0.3)
+    base = mf.init(jax.random.key(0), (1, 3, 1), loc_scale=1.0, init_scale=0.3)
     curve = sx.separation_curve(jax.random.key(1), base, [0.0, 1.0, 30.0], 200)
     assert curve.shape == (3, 2) and abs(curve[0, 0]) < 1e-5
     assert curve[-1, 0] == pytest.approx(math.log(6), abs=1e-3)
@@ -140,14 +140,14 @@ def test_separation_curve_and_steps():
 
 
 def test_nearest_arrangement_finds_the_permutation():
-    q = mf.init_mean_field(jax.random.key(0), (2, 3, 1), loc_scale=3.0, init_scale=0.01)
+    q = mf.init(jax.random.key(0), (2, 3, 1), loc_scale=3.0, init_scale=0.01)
     group = permutations.permutation_group(3)
-    moved = permutations.permute_params(q["loc"], group)
+    moved = permutations.permute_params(q.loc, group)
     np.testing.assert_array_equal(sx.nearest_arrangement(q, moved, group)[0], 0)
     idx = sx.nearest_arrangement(q, moved, group)
     # q(g·ω) is largest where g undoes the permutation that made ω
     for i, j in enumerate(idx):
         w = jax.tree.map(lambda v, i=i: v[i], moved)
         back = jax.tree.map(lambda v: v[0], permutations.permute_params(w, group[j][None]))
-        np.testing.assert_allclose(back[0]["W"], q["loc"][0]["W"], rtol=1e-6)
+        np.testing.assert_allclose(back[0]["W"], q.loc[0]["W"], rtol=1e-6)
     assert sym.mean_se(np.array([1.0, 3.0]))[0] == 2.0

@@ -8,11 +8,11 @@ import jax
 import numpy as np
 import pytest
 
-from bnn_posteriors.inference import mean_field_family as mf
+from bnn_posteriors.inference import mean_field as mf
 from bnn_posteriors.studies.ch05_symmetrised_vi import fits as sx
 from bnn_posteriors.studies.ch05_symmetrised_vi import repeats as ss
 
-Q = mf.init_mean_field(jax.random.key(0), (1, 3, 1), loc_scale=0.3, init_scale=1.0)
+Q = mf.init(jax.random.key(0), (1, 3, 1), loc_scale=0.3, init_scale=1.0)
 
 
 def data(n=20):
@@ -121,8 +121,8 @@ def test_symmetrised_gains_gate_fails_where_i_is_saturated():
 
 
 def test_mi_gradient_norm_vanishes_where_i_is_saturated():
-    far = mf.init_mean_field(jax.random.key(5), (1, 3, 1), loc_scale=30.0, init_scale=0.01)
-    near = mf.init_mean_field(jax.random.key(5), (1, 3, 1), loc_scale=0.1, init_scale=1.0)
+    far = mf.init(jax.random.key(5), (1, 3, 1), loc_scale=30.0, init_scale=0.01)
+    near = mf.init(jax.random.key(5), (1, 3, 1), loc_scale=0.1, init_scale=1.0)
     stack = jax.tree.map(lambda a, b: np.stack([a, b]), far, near)
     norms = ss.mi_gradient_norm(jax.random.key(6), stack, num_draws=16)
     assert norms.shape == (2,) and norms[0] < 1e-4 < norms[1]

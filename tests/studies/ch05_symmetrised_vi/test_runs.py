@@ -58,8 +58,8 @@ def test_toy_runs_match_a_direct_fit_and_plain_q():
     x_tr, _ = sx.toy_regression(jax.random.split(k[0])[0], 12, 0.2)
     np.testing.assert_array_equal(toy["x_train"], x_tr)
     q = runs.plain_q(toy["fits"][2], 2)
-    assert q["loc"][0]["W"].shape[0] == 2
-    np.testing.assert_array_equal(q["loc"][1]["W"], toy["fits"][2]["q"]["loc"][1]["W"][:2])
+    assert q.loc[0]["W"].shape[0] == 2
+    np.testing.assert_array_equal(q.loc[1]["W"], toy["fits"][2]["q"].loc[1]["W"][:2])
     with pytest.raises(ValueError, match="n_seeds"):
         runs.plain_q(toy["fits"][2], 5)
     assert runs.toy_model_kw(CFG)["likelihood"] == "gaussian"

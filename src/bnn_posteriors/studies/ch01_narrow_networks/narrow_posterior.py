@@ -44,12 +44,11 @@ def mfvi_over_depth(
         )
         for depth in depths
     }
-    nu = np.array([float(jnp.prod(f["mu"])) for f in fits.values()])
-    kl = np.array([float(theory.mfvi_kl(f["mu"], f["s"], tau)) for f in fits.values()])
-    share = kl / -np.array([float(f["elbo"]) for f in fits.values()])
-    ratio = np.array(
-        [float(jnp.max(jnp.abs(f["mu"])) / jnp.min(jnp.abs(f["mu"]))) for f in fits.values()]
-    )
+    mus = [q.loc["w"] for q, _ in fits.values()]
+    nu = np.array([float(jnp.prod(mu)) for mu in mus])
+    kl = np.array([float(theory.mfvi_kl(q.loc["w"], q.scale["w"], tau)) for q, _ in fits.values()])
+    share = kl / -np.array([float(elbo) for _, elbo in fits.values()])
+    ratio = np.array([float(jnp.max(jnp.abs(mu)) / jnp.min(jnp.abs(mu))) for mu in mus])
     return {"nu": nu, "kl_share": share, "ratio": ratio, "sigma": sigma}
 
 
@@ -77,7 +76,7 @@ def svi_over_depth(
     """
     rows = {}
     for depth in depths:
-        fit = vi.fit_mfvi(
+        q, _ = vi.fit_mfvi(
             jax.random.fold_in(rng_key, depth),
             models.narrow_network,
             dict(x=x, y=y, depth=depth, sigma=sigma, tau=tau),
@@ -85,7 +84,7 @@ def svi_over_depth(
             learning_rate=0.02,
             num_particles=num_particles,
         )
-        mu, s = fit["loc"]["w"], fit["scale"]["w"]
+        mu, s = q.loc["w"], q.scale["w"]
         rows[depth] = {
             "nu": float(jnp.prod(mu)),
             "elbo": float(theory.mfvi_elbo(mu, s, x, y, sigma, tau)),
@@ -188,7 +187,7 @@ def hyperbola_fits(
             init_positions={"w": starts},
             target_acceptance_rate=target_acceptance_rate,
         )
-        svi = vi.fit_mfvi(
+        svi, _ = vi.fit_mfvi(
             jax.random.fold_in(key_svi, i),
             models.narrow_network,
             dict(x=x, y=y, depth=2, sigma=sigma, tau=tau),
@@ -196,7 +195,7 @@ def hyperbola_fits(
             learning_rate=0.01,
             num_particles=1,
         )
-        exact = vi.fit_mfvi_narrow(
+        exact, _ = vi.fit_mfvi_narrow(
             jax.random.fold_in(key_svi, 100 + i), x, y, depth=2, sigma=sigma, tau=tau, max_depth=2
         )
         w = np.asarray(samples["w"])
@@ -211,10 +210,10 @@ def hyperbola_fits(
             "exact_abs_beta": theory.posterior_beta_quadrature(2, x, y, sigma, tau)[
                 "mean_abs_beta"
             ],
-            "svi_mu": np.asarray(svi["loc"]["w"]),
-            "svi_s": np.asarray(svi["scale"]["w"]),
-            "svi_nu": float(np.prod(svi["loc"]["w"])),
-            "exact_nu": float(jnp.prod(exact["mu"])),
+            "svi_mu": np.asarray(svi.loc["w"]),
+            "svi_s": np.asarray(svi.scale["w"]),
+            "svi_nu": float(np.prod(svi.loc["w"])),
+            "exact_nu": float(jnp.prod(exact.loc["w"])),
             "draws": {"beta": w.prod(-1), "abs_w1": np.abs(w[..., 0])},
             "divergences": int(stats["diverging"].sum()),
         }
@@ -227,7 +226,7 @@ def mfvi_abs_nu(rng_key, x, y, sigma: float, tau, *, num_steps: int, prior_loc=N
     ``tau`` and ``prior_loc`` as in :func:`models.narrow_network` (a scalar or one value
     per weight; ``prior_loc`` None for the zero-mean prior).
     """
-    fit = vi.fit_mfvi(
+    q, _ = vi.fit_mfvi(
         rng_key,
         models.narrow_network,
         dict(x=x, y=y, depth=2, sigma=sigma, tau=tau, prior_loc=prior_loc),
@@ -235,7 +234,7 @@ def mfvi_abs_nu(rng_key, x, y, sigma: float, tau, *, num_steps: int, prior_loc=N
         learning_rate=0.01,
         num_particles=1,
     )
-    return abs(float(np.prod(fit["loc"]["w"])))
+    return abs(float(np.prod(q.loc["w"])))
 
 
 def adjusted_prior_scan(

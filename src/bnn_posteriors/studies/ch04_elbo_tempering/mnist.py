@@ -19,6 +19,7 @@ import numpy as np
 from bnn_posteriors.data import loaders as data
 from bnn_posteriors.evaluation import diagnostics, metrics
 from bnn_posteriors.inference import tempering
+from bnn_posteriors.inference.mean_field import MeanField
 from bnn_posteriors.util.validate import positive_int
 
 N_CLASSES = 10
@@ -40,7 +41,7 @@ def n_weights(d_in: int, width: int, n_out: int = N_CLASSES) -> int:
     return d_in * width + width * n_out
 
 
-def predictive_probs(rng_key, q: dict, x, *, num_samples: int) -> np.ndarray:
+def predictive_probs(rng_key, q: MeanField, x, *, num_samples: int) -> np.ndarray:
     """:func:`tempering.predict_probs` (output_scale 1) in float64, renormalised to sum to 1."""
     probs = np.asarray(
         tempering.predict_probs(rng_key, q, x, num_samples=num_samples, output_scale=1.0),
@@ -74,7 +75,7 @@ def temperature_sweep(rng_key, pred_key, x_tr, y_tr, x_te, y_te, etas, *, width:
     )  # fmt: skip
     table = []
     for i, eta in enumerate(etas):
-        probs = predictive_probs(pred_key, {k: v[i] for k, v in fitted.items()}, x_te,
+        probs = predictive_probs(pred_key, jax.tree.map(lambda v, i=i: v[i], fitted), x_te,
                                  num_samples=num_samples)  # fmt: skip
         table.append({"eta": float(eta), "probs": probs, "accuracy": metrics.accuracy(probs, y_te),
                       "nll": metrics.categorical_nll(probs, y_te),
@@ -91,7 +92,7 @@ def folds(n_all: int, n_test: int, num_folds: int) -> list[np.ndarray]:
     return [np.arange(n_all - (k + 1) * n_test, n_all - k * n_test) for k in range(num_folds)]
 
 
-def cross_fit(rng_key, pred_key, x_all, y_all, init: dict, etas: Sequence[float],
+def cross_fit(rng_key, pred_key, x_all, y_all, init: MeanField, etas: Sequence[float],
               first_fold: dict, *, n_test: int, num_folds: int, width: int, prior_scale: float,
               batch: int, num_steps: int, learning_rate: float, num_samples: int):  # fmt: skip
     """Cross-fitted predictive probabilities of every image for each η of ``etas``.
@@ -116,7 +117,7 @@ def cross_fit(rng_key, pred_key, x_all, y_all, init: dict, etas: Sequence[float]
     pooled = {eta: [first_fold[eta]] for eta in etas}
     for k in range(1, num_folds):
         for i, eta in enumerate(etas):
-            q = {key: v[k - 1, i] for key, v in fold_q.items()}
+            q = jax.tree.map(lambda v, k=k, i=i: v[k - 1, i], fold_q)
             pooled[eta].append(predictive_probs(pred_key, q, x_all[test_rows[k]],
                                                 num_samples=num_samples))  # fmt: skip
     labels = np.concatenate([y_all[test] for test in test_rows])

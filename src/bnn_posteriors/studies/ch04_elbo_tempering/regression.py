@@ -25,6 +25,7 @@ import numpy as np
 from bnn_posteriors.data import loaders as data
 from bnn_posteriors.evaluation import diagnostics, metrics
 from bnn_posteriors.inference import tempering
+from bnn_posteriors.inference.mean_field import MeanField
 from bnn_posteriors.util.validate import positive_int
 
 # closed-form evaluators of the slides' terms, compiled once per shape
@@ -47,7 +48,8 @@ def mc_against_closed_form(rng_key, *, width: int = 64, n: int = 30, eta: float 
     x = tempering.augment(jnp.linspace(-2, 2, n)[:, None])
     y = jnp.sin(2 * x[:, 0])
     q = tempering.init_params(rng_key, 2, width, prior_scale=1.0, init_scale=0.5)
-    q["W1_loc"] = jax.random.normal(jax.random.fold_in(rng_key, 1), (width, 1))
+    loc = [q.loc[0], {"W": jax.random.normal(jax.random.fold_in(rng_key, 1), (width, 1))}]
+    q = MeanField(loc, q.scale)
     mc = tempering.mc_elbo_terms(rng_key, q, dict(x=x, y=y, width=width), eta=eta,
                                  num_particles=num_particles)  # fmt: skip
     return mc, tempering.gaussian_elbo_terms(q, x, y, eta=eta)
@@ -120,18 +122,17 @@ def subsample_sizes(p: int, fractions: Sequence[float]) -> np.ndarray:
 # --------------------------------------------------------------------------- fits
 
 
-def padded_init(rng_key, d_in: int, d_max: int, width: int, **init_kwargs) -> dict:
+def padded_init(rng_key, d_in: int, d_max: int, width: int, **init_kwargs) -> MeanField:
     """Initial q of :func:`tempering.init_params` over ``d_max`` inputs, the padded ones at P0.
 
     The hidden means of inputs ``d_in:`` are set to 0, so q equals the prior there.
     """
     q0 = tempering.init_params(rng_key, d_max, width, **init_kwargs)
-    q0["W0_loc"] = q0["W0_loc"].at[d_in:].set(0.0)
-    return q0
+    return MeanField([{"W": q0.loc[0]["W"].at[d_in:].set(0.0)}, q0.loc[1]], q0.scale)
 
 
 def _fit_sets(init_keys, key_fit, sets: dict, rows: int | None, width: int, etas, fit: dict):
-    """q* of every set at one width, vmapped: params with leading (sets, len(etas)) axes."""
+    """q* of every set at one width, vmapped: q with leading (sets, len(etas)) axes."""
     keys = list(sets)
     d_max = sets[keys[0]]["x"].shape[1]
     inits = [
@@ -139,7 +140,7 @@ def _fit_sets(init_keys, key_fit, sets: dict, rows: int | None, width: int, etas
                     init_scale=fit["init_scale"])
         for k_init, key in zip(init_keys, keys, strict=True)
     ]  # fmt: skip
-    params, _ = tempering.fit_tempered(
+    q, _ = tempering.fit_tempered(
         key_fit,
         dict(x=jnp.stack([sets[k]["x"][:rows] for k in keys]),
              y=jnp.stack([sets[k]["y"][:rows] for k in keys]),
@@ -148,7 +149,7 @@ def _fit_sets(init_keys, key_fit, sets: dict, rows: int | None, width: int, etas
         num_steps=fit["num_steps"], learning_rate=fit["learning_rate"],
         num_particles=fit["num_particles"], batched=("x", "y"),
     )  # fmt: skip
-    return params
+    return q
 
 
 def common_p(sets: Mapping) -> int:
@@ -177,13 +178,14 @@ def fit_over_widths(key_init, key_fit, sets: dict, widths: Sequence[int], *, tau
     for n in widths:
         etas = (1.0, tempering.balanced_temperature(p, n, tau))
         init_keys = [jax.random.fold_in(key_init, 10 * n + k) for k in range(len(sets))]
-        params = _fit_sets(init_keys, jax.random.fold_in(key_fit, n), sets, None, n, etas, fit)
+        q_n = _fit_sets(init_keys, jax.random.fold_in(key_fit, n), sets, None, n, etas, fit)
         for k, ((_, r), f) in enumerate(fits.items()):
             for i, eta in enumerate(etas):
-                q = {key: v[k, i] for key, v in params.items()}
+                q = jax.tree.map(lambda v, k=k, i=i: v[k, i], q_n)
+                w0_loc, w0_scale = q.loc[0]["W"], q.scale[0]["W"]
                 pad_dev = max(
-                    pad_dev, float(jnp.max(jnp.abs(q["W0_loc"][f["d_in"]:]), initial=0.0)),
-                    float(jnp.max(jnp.abs(q["W0_scale"][f["d_in"]:] - fit["prior_scale"]),
+                    pad_dev, float(jnp.max(jnp.abs(w0_loc[f["d_in"]:]), initial=0.0)),
+                    float(jnp.max(jnp.abs(w0_scale[f["d_in"]:] - fit["prior_scale"]),
                                   initial=0.0)),
                 )  # fmt: skip
                 terms = elbo_terms(q, f["x"], f["y"], eta=eta, prior_scale=fit["prior_scale"],
@@ -192,8 +194,8 @@ def fit_over_widths(key_init, key_fit, sets: dict, widths: Sequence[int], *, tau
                 f["rows"].append({
                     "N": n, "tempered": i == 1, "eta": eta, "q": q if r == 0 else None,
                     **{key: float(v) for key, v in terms.items()},
-                    "max_loc": float(max(jnp.max(jnp.abs(q["W0_loc"])),
-                                         jnp.max(jnp.abs(q["W1_loc"])))),
+                    "max_loc": float(max(jnp.max(jnp.abs(w0_loc)),
+                                         jnp.max(jnp.abs(q.loc[1]["W"])))),
                     "rmse": float(metrics.rmse(f["y_test"], mean[:, 0])),
                 })  # fmt: skip
     return fits, pad_dev
@@ -216,9 +218,9 @@ def fit_over_p(key_init, key_fit, fits: dict, ps, *, width: int, tau: float, **f
     for m in (int(m) for m in ps[:-1]):
         eta_m = tempering.balanced_temperature(m, width, tau)
         init_keys = [jax.random.fold_in(key_init, m * len(keys) + k) for k in range(len(keys))]
-        params = _fit_sets(init_keys, jax.random.fold_in(key_fit, m), fits, m, width, [eta_m], fit)
+        q_m = _fit_sets(init_keys, jax.random.fold_in(key_fit, m), fits, m, width, [eta_m], fit)
         for k, key in enumerate(keys):
-            q = {name: v[k, 0] for name, v in params.items()}
+            q = jax.tree.map(lambda v, k=k: v[k, 0], q_m)
             terms = elbo_terms(q, fits[key]["x"][:m], fits[key]["y"][:m], eta=eta_m,
                                prior_scale=fit["prior_scale"],
                                noise_scale=fit["noise_scale"])  # fmt: skip
@@ -236,7 +238,7 @@ def columns(fits: Mapping, name: str, key: str, tempered: bool) -> np.ndarray:
                      for s in splits])  # fmt: skip
 
 
-def fitted_q(fits: Mapping, name: str, width: int, tempered: bool) -> dict:
+def fitted_q(fits: Mapping, name: str, width: int, tempered: bool) -> MeanField:
     """The fitted q* of split 0 of ``name`` at ``width`` neurons."""
     rows = fits[name, 0]["rows"]
     return next(r["q"] for r in rows if r["N"] == width and r["tempered"] == tempered)
@@ -321,24 +323,26 @@ def limit_values(kl, rel_gap: float, *, tail: int = 2, fraction: float = 0.1,
     return values, np.array([1.0] * tail + [fraction, rmse_tol])
 
 
-def prior_q(d_in: int, width: int) -> dict:
-    """q = P0 = N(0, 1) for every weight, in the parameter dict of :mod:`tempering`."""
-    return {"W0_loc": jnp.zeros((d_in, width)), "W0_scale": jnp.ones((d_in, width)),
-            "W1_loc": jnp.zeros((width, 1)), "W1_scale": jnp.ones((width, 1))}  # fmt: skip
+def prior_q(d_in: int, width: int) -> MeanField:
+    """q = P0 = N(0, 1) for every weight, as the q of :mod:`tempering`."""
+    return MeanField([{"W": jnp.zeros((d_in, width))}, {"W": jnp.zeros((width, 1))}],
+                     [{"W": jnp.ones((d_in, width))}, {"W": jnp.ones((width, 1))}])  # fmt: skip
 
 
 # --------------------------------------------------------------------------- a fixed ν
 
 
-def draw_neurons(q_nu: dict, index) -> dict:
+def draw_neurons(q_nu: MeanField, index) -> MeanField:
     """Sets of neurons drawn from the empirical measure ν of ``q_nu``'s neurons.
 
     ``index`` (R, N) picks the neurons; returns a q with leading (R,) axes.
     """
-    q_nu = {k: np.asarray(v) for k, v in q_nu.items()}
-    return {"W0_loc": q_nu["W0_loc"][:, index].transpose(1, 0, 2),
-            "W0_scale": q_nu["W0_scale"][:, index].transpose(1, 0, 2),
-            "W1_loc": q_nu["W1_loc"][index], "W1_scale": q_nu["W1_scale"][index]}  # fmt: skip
+
+    def draw(layers):
+        w0, w1 = np.asarray(layers[0]["W"]), np.asarray(layers[1]["W"])
+        return [{"W": w0[:, index].transpose(1, 0, 2)}, {"W": w1[index]}]
+
+    return MeanField(draw(q_nu.loc), draw(q_nu.scale))
 
 
 @partial(jax.jit, static_argnames=("noise_scale", "prior_scale"))
@@ -359,12 +363,12 @@ def fixed_nu_terms(rng_key, q_nu, x, y, widths, ps, *, num_draws: int, noise_sca
     ``kl``, ``expected_loss``, ``gap`` over ``widths``, ``expected_loss_p``, ``gap_p`` over ``ps``.
     """
     shape = (positive_int("num_draws", num_draws), max(widths))
-    index = np.asarray(jax.random.randint(rng_key, shape, 0, q_nu["W0_loc"].shape[1]))
+    index = np.asarray(jax.random.randint(rng_key, shape, 0, q_nu.loc[0]["W"].shape[1]))
     fam = [_family_terms(draw_neurons(q_nu, index[:, : int(n)]), x, y, noise_scale, prior_scale)
            for n in widths]  # fmt: skip
     out = {key: np.array([float(jnp.mean(t[key])) for t in fam])
            for key in ("kl", "expected_loss", "gap")}  # fmt: skip
-    q_big = {k: v[0] for k, v in draw_neurons(q_nu, index[:, : int(widths[-1])]).items()}
+    q_big = jax.tree.map(lambda v: v[0], draw_neurons(q_nu, index[:, : int(widths[-1])]))
     by_p = [elbo_terms(q_big, x[:m], y[:m], noise_scale=noise_scale) for m in ps]
     for key in ("expected_loss", "gap"):
         out[f"{key}_p"] = np.array([float(t[key]) for t in by_p])
@@ -458,7 +462,7 @@ def gap_summary(fits: Mapping, by_p: Mapping, name: str, widths, ps) -> dict:
         "local": np.diff(np.log(gap)) / np.diff(np.log(widths)),
         "scaled": gap * widths / common_p(fits),  # N · gap / p: a neuron's mean variance / 2
         "gap_p": gap_p, "p_slope": loglog_slope(ps, gap_p),
-        "sd_a": [float(jnp.mean(r["q"]["W1_scale"])) for r in fits[name, 0]["rows"]
+        "sd_a": [float(jnp.mean(r["q"].scale[1]["W"])) for r in fits[name, 0]["rows"]
                  if r["tempered"]],
         "tail": tail_slopes(widths, gap_splits),
         "before": tail_slopes(widths[:-1], gap_splits[:, :-1]) if len(widths) > 2 else None,

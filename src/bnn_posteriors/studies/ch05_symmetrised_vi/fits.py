@@ -22,17 +22,14 @@ import numpyro
 from numpyro.infer import TraceMeanField_ELBO
 
 from bnn_posteriors.evaluation import metrics
-from bnn_posteriors.inference import vi
-from bnn_posteriors.inference.mean_field_family import (
-    log_joint,
-    predictive_outputs,
-    to_guide_params,
-)
+from bnn_posteriors.inference import mean_field, vi
+from bnn_posteriors.inference.mean_field import MeanField
 from bnn_posteriors.inference.symmetrised import (
     _check_one_hidden,
     elbo_samples,
     fit_mean_field,
     infonce_bound,
+    log_joint,
     log_ratios,
     mean_se,
     mutual_information,
@@ -117,7 +114,7 @@ def orbit_summary(rng_key, widths, num_nets: int, *, num_points: int = 64, **mod
 
 def evaluate(
     rng_key,
-    q: dict,
+    q: MeanField,
     x,
     y,
     x_test,
@@ -143,20 +140,20 @@ def evaluate(
     if likelihood == "categorical":
         y = y.astype(jnp.int32)
     k_w, k_mi, k_f = jax.random.split(rng_key, 3)
-    widths = (q["loc"][0]["W"].shape[0], *(layer["W"].shape[1] for layer in q["loc"]))
+    widths = (q.loc[0]["W"].shape[0], *(layer["W"].shape[1] for layer in q.loc))
     spec = models.MLP(widths, likelihood, activation, prior_scale=prior_scale,
                       noise_scale=noise_scale)  # fmt: skip
     model, kwargs = spec.model, spec.kwargs(x, y)
-    guide = vi.mean_field_guide(model, init_loc=nets.sites(q["loc"]), scale_transform="exp")
+    guide = vi.mean_field_guide(model, init_loc=nets.sites(q.loc), scale_transform="exp")
     numpyro.handlers.seed(guide, rng_seed=0)(**kwargs)  # the prototype: draws depend on k_w alone
     elbo = -TraceMeanField_ELBO(num_particles=num_samples).loss(
-        k_w, to_guide_params(q), model, guide, **kwargs
+        k_w, mean_field.to_auto_normal(q), model, guide, **kwargs
     )
     if num_perms is None:
         mi = mutual_information(k_mi, q, num_samples)[0]
     else:
         mi = infonce_bound(k_mi, q, num_perms, num_samples)[0]
-    f = predictive_outputs(k_f, q, jnp.asarray(x_test), num_samples, activation=activation)
+    f = mean_field.outputs(k_f, q, jnp.asarray(x_test), num_samples, activation=activation)
     out = {"elbo": elbo, "mi": mi}
     if likelihood == "categorical":
         out["predictive"] = jnp.mean(jax.nn.softmax(f, axis=-1), axis=0)
@@ -165,7 +162,7 @@ def evaluate(
     return out
 
 
-FIT_VERSION = "symfit-1"  # bump when a fit's or its evaluation's numbers change
+FIT_VERSION = "symfit-2"  # bump when a fit's or its evaluation's numbers change
 
 
 def fit_width(
@@ -219,7 +216,8 @@ def fit_width(
     for g in tqdm(groups, desc=f"fits at width {width}", unit="group", file=sys.stderr):
 
         def compute(g=g):
-            return _fit_runs(rng_keys[g], mi_weights[g], *args, **settings)
+            out = _fit_runs(rng_keys[g], mi_weights[g], *args, **settings)
+            return {**out, "q": {"loc": out["q"].loc, "scale": out["q"].scale}}  # cache: plain
 
         if directory is None:
             outs.append(compute())
@@ -228,6 +226,7 @@ def fit_width(
                      data=[np.asarray(a) for a in args[:4]], eval_key=cache.key_data(eval_key),
                      settings=settings)  # fmt: skip
         outs.append(cache.cached("sym_fit_width", parts, compute, directory, version=FIT_VERSION))
+    outs = [{**out, "q": MeanField(**out["q"])} for out in outs]
     return jax.tree.map(lambda *a: np.concatenate([np.asarray(v) for v in a]), *outs)
 
 
@@ -295,7 +294,9 @@ def _identity_test(rng_key, q, x, y, *, num_samples, fp_floor, model_settings):
     )  # fmt: skip
 
 
-def identity_test(rng_key, q: dict, x, y, *, num_samples: int, fp_floor: float = 1e-4, **model_kw):
+def identity_test(
+    rng_key, q: MeanField, x, y, *, num_samples: int, fp_floor: float = 1e-4, **model_kw
+):
     """One repeat of the test of ELBO(q_G) − ELBO(q) = I ([SYM] §4) on ``num_samples`` draws each.
 
     ``z``: (gap − I) / combined s.e. with the two ELBOs paired (the same ω₀; ``gap`` their
@@ -311,18 +312,15 @@ def identity_test(rng_key, q: dict, x, y, *, num_samples: int, fp_floor: float =
     return {k: float(v) for k, v in out.items()}
 
 
-def separation_curve(rng_key, base: dict, separations, num_samples: int) -> np.ndarray:
-    """I (exact over G) and its s.e. for q with unit means d·``base["loc"]``, d in ``separations``.
+def separation_curve(rng_key, base: MeanField, separations, num_samples: int) -> np.ndarray:
+    """I (exact over G) and its s.e. for q with unit means d·``base.loc``, d in ``separations``.
 
     The sds stay those of ``base``; d = 0 gives a symmetric q (I = 0). Returns (len, 2).
     """
     mi = jax.jit(mutual_information, static_argnums=2)
     rows = []
     for d in separations:
-        q_d = {
-            "loc": jax.tree.map(lambda v, d=d: d * v, base["loc"]),
-            "log_scale": base["log_scale"],
-        }
+        q_d = MeanField(jax.tree.map(lambda v, d=d: d * v, base.loc), base.scale)
         rows.append([float(v) for v in mi(rng_key, q_d, num_samples)])
     return np.array(rows)
 
@@ -342,7 +340,7 @@ def separation_steps(curve, log_g: float, saturation: float = 0.01):
     return np.diff(curve[:m, 0]) / np.hypot(curve[: m - 1, 1], curve[1:m, 1]), m
 
 
-def nearest_arrangement(q: dict, draws, perms) -> np.ndarray:
+def nearest_arrangement(q: MeanField, draws, perms) -> np.ndarray:
     """For each draw ω (leaves with a leading axis): the index into ``perms`` of argmax_g q(g·ω)."""
     return np.asarray(jax.jit(jax.vmap(lambda w: jnp.argmax(log_ratios(q, w, perms))))(draws))
 

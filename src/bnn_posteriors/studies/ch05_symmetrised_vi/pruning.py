@@ -3,8 +3,9 @@ pruned (every outgoing weight indistinguishable from zero), what fraction of the
 close the pruned units' factors are to the prior, with the table chapter 5 shows; how the
 collapse of plain MFVI grows with the width.
 
-Each function takes a mean-field q of one hidden layer (:mod:`.mean_field_family`, the
-``loc``/``log_scale`` layout) whose leaves carry a leading run axis.
+Each function takes a mean-field q of one hidden layer (a
+:class:`bnn_posteriors.inference.mean_field.MeanField` by layer) whose leaves carry a leading
+run axis.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
-from bnn_posteriors.inference.mean_field_family import unit_kl
+from bnn_posteriors.inference.mean_field import MeanField, kl_per_unit
 from bnn_posteriors.site import tables
 from bnn_posteriors.util import validate
 
 
-def pruned_units(q: dict, threshold: float = 2.0) -> np.ndarray:
+def pruned_units(q: MeanField, threshold: float = 2.0) -> np.ndarray:
     """Per run and hidden unit: True where the unit is pruned, i.e. *every* outgoing weight
     ``W1[j, k]`` has |μ| < ``threshold``·s under q (no output of the unit is distinguishable
     from zero; the signal-to-noise criterion of Blundell et al. (2015), per unit).
@@ -28,11 +29,11 @@ def pruned_units(q: dict, threshold: float = 2.0) -> np.ndarray:
     q's leaves carry a leading run axis. Returns (R, H) booleans.
     """
     validate.positive("threshold", threshold, where="pruned_units")
-    mu, s = q["loc"][1]["W"], jnp.exp(q["log_scale"][1]["W"])
+    mu, s = q.loc[1]["W"], q.scale[1]["W"]
     return np.asarray(jnp.all(jnp.abs(mu) < threshold * s, axis=-1))
 
 
-def pruned_fraction(q: dict, threshold: float = 2.0) -> np.ndarray:
+def pruned_fraction(q: MeanField, threshold: float = 2.0) -> np.ndarray:
     """Per run: the fraction of hidden units pruned by :func:`pruned_units`. Returns (R,).
 
     With one output this is the fraction of units whose outgoing weight has |μ| < 2 s.
@@ -40,20 +41,20 @@ def pruned_fraction(q: dict, threshold: float = 2.0) -> np.ndarray:
     return pruned_units(q, threshold).mean(axis=-1, dtype=np.float32)
 
 
-def unit_pruning(q: dict, *, prior_scale: float = 1.0, threshold: float = 2.0) -> dict:
+def unit_pruning(q: MeanField, *, prior_scale: float = 1.0, threshold: float = 2.0) -> dict:
     """Per run: how many hidden units plain MFVI switched off, and how prior-like they are.
 
     ``pruned``: the fraction of units of :func:`pruned_units` (R,); ``kept``: the number of
     the others (R,); ``kl_pruned`` and ``kl_kept``: the mean over those units of the KL of a
     unit's whole factor u_j = (W₀[:, j], b₀[j], W₁[j, :]) to the prior N(0, ``prior_scale``²)
-    per parameter, in nats (:func:`.mean_field_family.unit_kl`; NaN where there is no such
+    per parameter, in nats (:func:`.mean_field.kl_per_unit`; NaN where there is no such
     unit). A pruned unit whose factor has reverted to the prior has KL ≈ 0 and is then
     (nearly) identical to every other such unit: n of them make q (nearly) invariant under
     their n! permutations. q's leaves carry a leading run axis.
     """
     pruned = pruned_units(q, threshold)
-    n_params = q["loc"][0]["W"].shape[-2] + 1 + q["loc"][1]["W"].shape[-1]
-    kl = np.asarray(unit_kl(q, prior_scale)) / n_params  # (R, H) nats per parameter
+    n_params = q.loc[0]["W"].shape[-2] + 1 + q.loc[1]["W"].shape[-1]
+    kl = np.asarray(kl_per_unit(q, prior_scale)) / n_params  # (R, H) nats per parameter
     with np.errstate(invalid="ignore"):
         kl_pruned = np.where(pruned, kl, 0).sum(-1) / pruned.sum(-1)
         kl_kept = np.where(~pruned, kl, 0).sum(-1) / (~pruned).sum(-1)

@@ -16,16 +16,16 @@ import numpy as np
 
 from bnn_posteriors.claims.checking import Gate
 from bnn_posteriors.evaluation import diagnostics
-from bnn_posteriors.inference import mcmc
-from bnn_posteriors.inference import mean_field_family as mf
+from bnn_posteriors.inference import mcmc, mean_field
 from bnn_posteriors.inference import symmetrised as sym
+from bnn_posteriors.inference.mean_field import MeanField
 from bnn_posteriors.models import numpyro_models as models
 from bnn_posteriors.models.symmetry import permutations
 from bnn_posteriors.site import tables
 from bnn_posteriors.studies.ch05_symmetrised_vi import fits as sx
 
 
-def identity_repeats(rng_key, q: dict, x, y, *, repeats: int, num_samples: int,
+def identity_repeats(rng_key, q: MeanField, x, y, *, repeats: int, num_samples: int,
                      fp_floor: float, **model_kw) -> dict:  # fmt: skip
     """:func:`sx.identity_test` repeated: repeat 0 with ``rng_key``, repeat r with
     ``fold_in(rng_key, r)``. Returns each of its values as an array over the repeats."""
@@ -35,7 +35,7 @@ def identity_repeats(rng_key, q: dict, x, y, *, repeats: int, num_samples: int,
     return {name: np.array([r[name] for r in runs]) for name in runs[0]}
 
 
-def mi_curves(rng_key, q: dict, *, width: int, separations: Sequence[float], ks: tuple,
+def mi_curves(rng_key, q: MeanField, *, width: int, separations: Sequence[float], ks: tuple,
               infonce_samples: int, num_samples: int) -> dict:  # fmt: skip
     """I along the separation of the units, and the bound Î_K of the fit ``q`` (C5.2).
 
@@ -45,8 +45,8 @@ def mi_curves(rng_key, q: dict, *, width: int, separations: Sequence[float], ks:
     the exact I (key 3). Returns ``separation`` (len, 2), ``step_z``, ``unsaturated``,
     ``infonce`` (K, 2), ``infonce_z`` ((Î_K − I) / s.e.) and ``mi`` (I, s.e.).
     """
-    base = mf.init_mean_field(rng_key, (1, width, 1), loc_scale=1.0, init_scale=0.3)
-    base["loc"][0]["b"] = jax.random.normal(jax.random.fold_in(rng_key, 1), (width,))
+    base = mean_field.init(rng_key, (1, width, 1), loc_scale=1.0, init_scale=0.3)
+    base.loc[0]["b"] = jax.random.normal(jax.random.fold_in(rng_key, 1), (width,))
     separation = sx.separation_curve(jax.random.fold_in(rng_key, 2), base, separations,
                                      num_samples)  # fmt: skip
     curve = jax.jit(sym.infonce_curve, static_argnums=(2, 3), static_argnames="paired")
@@ -66,7 +66,7 @@ def mi_curves(rng_key, q: dict, *, width: int, separations: Sequence[float], ks:
 
 
 def nuts_arrangements(
-    rng_key, q: dict, x, y, *, width: int, num_chains: int, num_warmup: int, num_samples: int,
+    rng_key, q: MeanField, x, y, *, width: int, num_chains: int, num_warmup: int, num_samples: int,
     target_acceptance_rate: float, **model_kw,
 ) -> dict:  # fmt: skip
     """NUTS on the one-hidden-layer network, and which permuted copy g·q fits each draw best.
@@ -93,7 +93,7 @@ def nuts_arrangements(
     return {
         "draws": draws,
         "stats": stats,
-        "q_draws": mf.sample_mean_field(jax.random.split(k_draws)[0], q, n_draw),
+        "q_draws": mean_field.sample(jax.random.split(k_draws)[0], q, n_draw),
         "qg_draws": sym.sample_symmetrised(k_draws, q, n_draw),
         "moved": float(np.mean(nearest != 0)),
         "chain_modes": modes,
@@ -108,7 +108,7 @@ def mi_ceiling(width: int, num_perms: int | None = None) -> float:
     return log_g if num_perms is None else min(math.log(num_perms), log_g)
 
 
-def mi_gradient_norm(rng_key, q: dict, *, num_draws: int = 64,
+def mi_gradient_norm(rng_key, q: MeanField, *, num_draws: int = 64,
                      num_perms: int | None = None) -> np.ndarray:  # fmt: skip
     """Per run: the Euclidean norm of the gradient of the symmetrisation term of the objective
     (:func:`.symmetrised.mi_term`, exact I or Î_K with K = ``num_perms``) with respect to all

@@ -166,7 +166,7 @@ def _laplace_unit(key, split: data.Split, s: Mapping) -> dict:
 
 
 def _mfvi_unit(key, split: data.Split, s: Mapping) -> dict:
-    from bnn_posteriors.inference import vi
+    from bnn_posteriors.inference import mean_field, vi
     from bnn_posteriors.models import nets
     from bnn_posteriors.models import numpyro_models as models
 
@@ -177,21 +177,21 @@ def _mfvi_unit(key, split: data.Split, s: Mapping) -> dict:
     model_kwargs = dict(
         x=x, y=y, widths=widths, prior_scale=s["prior_scale"], noise_scale=s["mfvi_noise"]
     )
-    fit = vi.fit_mfvi(
+    q, losses = vi.fit_mfvi(
         key_steps, models.mlp_regression, model_kwargs, num_steps=int(s["mfvi_steps"]),
         learning_rate=s["mfvi_learning_rate"], schedule="constant",
         num_particles=int(s["mfvi_particles"]), init_scale=s["mfvi_init_scale"],
         init_loc=nets.sites(nets.mlp_init(key_init, widths, scheme="glorot")),
     )  # fmt: skip
     n_pred = int(s["mfvi_pred_samples"])
-    f_test = vi.mlp_output_samples(key_pred, fit, split.x_test, n_pred)
-    f_val = vi.mlp_output_samples(key_pred, fit, split.x_val, n_pred)
+    f_test = mean_field.outputs(key_pred, q, split.x_test, n_pred)[..., 0]
+    f_val = mean_field.outputs(key_pred, q, split.x_val, n_pred)[..., 0]
     mean, epi = f_test.mean(0), f_test.var(0)
     sigma_val = fit_noise(split.y_val, f_val.mean(0), f_val.var(0))
     scores = gaussian_scores(split.y_test, mean, epi + s["mfvi_noise"] ** 2)
     scores["lppd_val_noise"] = float(metrics.lppd(split.y_test, mean, jnp.sqrt(epi + sigma_val**2)))
     scores["noise_val"] = sigma_val
-    scores["final_loss"] = float(np.mean(np.asarray(fit["losses"])[-100:]))
+    scores["final_loss"] = float(np.mean(np.asarray(losses)[-100:]))
     return {"mfvi": scores}
 
 
