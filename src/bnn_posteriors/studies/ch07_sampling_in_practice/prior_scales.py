@@ -341,7 +341,8 @@ def rank_clauses(
     Each column's mean over cells is its difference of average ranks (Fig. 12 shows average
     ranks); its 95 % percentile bootstrap interval resamples whole cells
     (:func:`diagnostics.paired_interval`, percentile, ``rng`` a NumPy Generator). Returns
-    ``clauses`` and ``metrics`` (the column labels, 2 × 4 columns: LPPD first), ``advantage`` (cells, 8),
+    ``clauses`` and ``metrics`` (the column labels, 2 × 4 columns: LPPD first), ``advantage``
+    (cells, 8),
     ``mean``, ``low``, ``high`` (8,), ``ranks`` {metric: (cells, K)}, ``glorot_ranks``
     {metric: (cells, K + 1)}, ``depth_rank_1`` {metric: {depth: scale 1's average rank over
     the cells of that depth}}, and :func:`three_way`'s decision of the conjunction.
