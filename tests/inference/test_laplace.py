@@ -90,6 +90,11 @@ def test_linear_model_is_conjugate_bayesian_regression(x64):
     assert ravel_pytree({"W": 1, "b": 2})[0].tolist() == [1, 2]  # dict keys sorted: W, b
     np.testing.assert_allclose(post.covariance, cov, rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(post.mean, theta)
+    # Σ is computed once per posterior; another δ is another posterior with its own Σ
+    assert post.covariance is post.covariance
+    other = post.with_prior_precision(2 * delta)
+    cov_other = np.linalg.inv(design.T @ design / noise_scale**2 + 2 * delta * np.eye(4))
+    np.testing.assert_allclose(other.covariance, cov_other, rtol=1e-8, atol=1e-12)
     # and the MAP is the minimiser of the regularised loss: its gradient vanishes there
     grad = jax.grad(
         lambda p: map_estimate.regularised_loss(

@@ -163,6 +163,17 @@ def test_max_curvature_and_stable_learning_rate():
         metricbnn.stable_learning_rate(loss, theta, key, -1.0)
 
 
+def test_stable_learning_rate_reuses_a_measured_curvature(monkeypatch):
+    loss = lambda t: 0.5 * jnp.sum(jnp.array([1.0, 250.0]) * t**2)
+    theta, key = jnp.ones(2), jax.random.PRNGKey(1)
+    measured = metricbnn.stable_learning_rate(loss, theta, key, 1e-2)
+    lam = metricbnn.max_curvature(loss, theta, key)
+    monkeypatch.setattr(metricbnn, "max_curvature", lambda *a, **k: pytest.fail("measured again"))
+    assert metricbnn.stable_learning_rate(loss, theta, key, 1e-2, lam_max=lam) == measured
+    assert metricbnn.stable_learning_rate(loss, theta, key, 1e-2, lam_max=10.0) == 0.01
+    assert metricbnn.stable_learning_rate(loss, theta, key, 1e-2, lam_max=1000.0) == 1e-3
+
+
 def test_walk_and_embed_is_both_phases_with_split_keys():
     x, y, theta, unravel = toy_map()
     loss = metricbnn.refinement_loss(unravel, TANH, x, y, likelihood="gaussian", noise_scale=0.1)

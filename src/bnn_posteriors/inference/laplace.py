@@ -120,9 +120,9 @@ class LaplacePosterior:
         """GGN + δ I, (P, P)."""
         return (self.eigvecs * (self.eigvals + self.prior_precision)) @ self.eigvecs.T
 
-    @property
+    @functools.cached_property
     def covariance(self):
-        """(GGN + δ I)⁻¹, (P, P)."""
+        """(GGN + δ I)⁻¹, (P, P); computed once per posterior (a new δ is a new posterior)."""
         return (self.eigvecs / (self.eigvals + self.prior_precision)) @ self.eigvecs.T
 
     def with_prior_precision(self, prior_precision: float) -> LaplacePosterior:

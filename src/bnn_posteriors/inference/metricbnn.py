@@ -106,10 +106,18 @@ def max_curvature(loss_fn, theta, rng_key, num_iters: int = 200):
     return float(rayleigh[-1])
 
 
-def stable_learning_rate(loss_fn, theta, rng_key, learning_rate: float) -> float:
-    """min(η, 1/λ_max): the refinement step, capped at half the stability limit 2/λ_max."""
+def stable_learning_rate(
+    loss_fn, theta, rng_key, learning_rate: float, *, lam_max: float | None = None
+) -> float:
+    """min(η, 1/λ_max): the refinement step, capped at half the stability limit 2/λ_max.
+
+    ``lam_max``: :func:`max_curvature` of ``loss_fn`` at ``theta`` with ``rng_key`` if the
+    caller has it already (the power iteration is not run again); None: measured here.
+    """
     learning_rate = positive("learning_rate", learning_rate)
-    return min(learning_rate, 1.0 / max(max_curvature(loss_fn, theta, rng_key), 1e-12))
+    if lam_max is None:
+        lam_max = max_curvature(loss_fn, theta, rng_key)
+    return min(learning_rate, 1.0 / max(lam_max, 1e-12))
 
 
 # ----------------------------------------------------------------------------- autoencoder

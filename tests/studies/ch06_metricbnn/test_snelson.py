@@ -71,6 +71,15 @@ def test_per_map_metrics_summaries_and_table(run_and_keys):
         num_samples=cfg.pred_samples,
     )
     assert {k: v[0] for k, v in per_map.items()} == pytest.approx(first)
+    # the run's Gaussian of the solutions is computed once and is the one computed here
+    assert run.gaussian is run.gaussian
+    args = (keys["repeats"], run.theta_map, run.paths, run.latent, run.problem)
+    shared = mbx.latent_posterior_metrics(*args, num_samples=cfg.pred_samples,
+                                          gaussian=run.gaussian)  # fmt: skip
+    assert shared == first
+    wider = (run.gaussian[0], 3 * run.gaussian[1])  # a wrong Gaussian changes the gap NLL
+    other = mbx.latent_posterior_metrics(*args, num_samples=cfg.pred_samples, gaussian=wider)
+    assert other["gap NLL: Gaussian - latent"] != first["gap NLL: Gaussian - latent"]
     own = snelson.summaries(per_map, None)
     assert own["this build"] == own["deciding (full profile)"]
     committed = {"snelson": {"per_map": {k: [1.0, 2.0, 3.0] for k in per_map}}}

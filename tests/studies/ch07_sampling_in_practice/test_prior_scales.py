@@ -60,21 +60,25 @@ def test_committed_cells_are_read_back_and_other_settings_recomputed(tmp_path, m
     monkeypatch.setattr(
         study, "prior_scale_cell", lambda s, **kw: computed.append(s) or real(s, **kw)
     )
+    # two cells of one shape (two data sets, one depth): MILE's programs compile once
     first = study.prior_scale_study(
-        1, ("energy",), (1, 2), (1.0,), results_dir=tmp_path, profile="full", **TINY
+        1, ("airfoil", "energy"), (1,), (1.0,), results_dir=tmp_path, profile="full", **TINY
     )
     files = sorted(p.name for p in tmp_path.glob("*.json"))
-    assert files == ["energy_depth1_seed1.json", "energy_depth2_seed1.json"]
+    assert files == ["airfoil_depth1_seed1.json", "energy_depth1_seed1.json"]
     assert [study.cell_name(c["settings"]) for c in first] == [f[:-5] for f in files]
     assert study.cell_path(tmp_path, first[0]["settings"]) == tmp_path / files[0]
     record = json.loads((tmp_path / files[0]).read_text())
     assert record["profile"] == "full" and "commit" in record["provenance"]
-    again = study.prior_scale_study(1, ("energy",), (1, 2), (1.0,), results_dir=tmp_path, **TINY)
+    again = study.prior_scale_study(
+        1, ("airfoil", "energy"), (1,), (1.0,), results_dir=tmp_path, **TINY
+    )
     assert len(computed) == 2 and all(c["read"] for c in again)
     assert [c["chain_lppd"] for c in again] == [c["chain_lppd"] for c in first]
-    longer = {**TINY, "sampling_steps": 20}  # other settings: the file does not count
-    (cell,) = study.prior_scale_study(1, ("energy",), (1,), (1.0,), results_dir=tmp_path, **longer)
-    assert len(computed) == 3 and not cell["read"]
+    assert first[0]["chain_lppd"] != first[1]["chain_lppd"]  # two cells, two results
+    other = {**TINY, "split_seed": 1}  # other settings: the file does not count
+    (cell,) = study.prior_scale_study(1, ("energy",), (1,), (1.0,), results_dir=tmp_path, **other)
+    assert len(computed) == 3 and not cell["read"] and cell["settings"]["split_seed"] == 1
 
 
 def test_settings_reject_unknown_data_sets_and_bad_counts():
@@ -102,11 +106,20 @@ def test_the_command_writes_cells_and_resumes(tmp_path, monkeypatch, capsys):
         "learning_rate": 0.01,
     }
     monkeypatch.setattr(study, "chapter_arguments", lambda cfg: dict(tiny))
+    computed = []
+
+    def cell(s, **kw):  # the command's part: writing and resuming (cells: the tests above)
+        computed.append(s)
+        return {"settings": s, "lppd": [-1.0], "rmse": [0.5], "chain_lppd": [[-1.0]] * 2,
+                "wall_s": 0.25}  # fmt: skip
+
+    monkeypatch.setattr(study, "prior_scale_cell", cell)
     argv = ["prior-scales", "--datasets", "energy", "--depths", "1", "--out", str(tmp_path)]
     assert cli.main(argv) == 0
-    assert "(computed)" in capsys.readouterr().out
+    assert "(computed)" in capsys.readouterr().out and len(computed) == 1
+    assert len(list(tmp_path.glob("energy_depth1_seed*.json"))) == 1  # written as it is done
     assert cli.main(argv) == 0
-    assert "(read)" in capsys.readouterr().out
+    assert "(read)" in capsys.readouterr().out and len(computed) == 1
     assert cli.main(["prior-scales", "--profile", "bogus"]) == 2
     assert cli.main(["prior-scales", "--datasets", "no-such-set", "--out", str(tmp_path)]) == 2
 

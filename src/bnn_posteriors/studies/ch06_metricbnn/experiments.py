@@ -144,8 +144,9 @@ def gap_nll(thetas, problem: GapRegression) -> float:
 
 
 def latent_posterior_metrics(
-    rng_key, theta_map, trajectories, latent, problem: GapRegression, *, num_samples: int
-) -> dict:
+    rng_key, theta_map, trajectories, latent, problem: GapRegression, *, num_samples: int,
+    gaussian=None,
+) -> dict:  # fmt: skip
     """C6.3 and C6.4 on one MAP θ* (P,) with its trajectories (N, T, P) and latent model.
 
     The gap NLL of the Gaussian of the solutions minus that of the latent posterior
@@ -153,13 +154,17 @@ def latent_posterior_metrics(
     minus 1 (§4.2), the same for the solutions projected on the encoder's principal
     directions (what φ can represent), and the mean straightness of the latent
     trajectories θ* → θ_{i,T} (end-to-end distance / path length). ``rng_key`` is split
-    into the Gaussian's key and the latent posterior's.
+    into the Gaussian's key and the latent posterior's. ``gaussian``: the pair (mean, factor)
+    of :func:`metricbnn.gaussian_of_samples` of the trajectories if the caller has it (its
+    SVD is not run again); None: computed here.
     """
     train_mse = metricbnn.refinement_loss(problem.unravel, problem.apply_fn, problem.x,
                                           problem.y, likelihood="gaussian",
                                           regularised=False)  # fmt: skip
     k_gauss, k_latent = jax.random.split(rng_key)
-    g_mean, g_factor = metricbnn.gaussian_of_samples(trajectories.reshape(-1, theta_map.size))
+    if gaussian is None:
+        gaussian = metricbnn.gaussian_of_samples(trajectories.reshape(-1, theta_map.size))
+    g_mean, g_factor = gaussian
     decoded = metricbnn.latent_sample(latent, k_latent, num_samples)
     gauss = metricbnn.gaussian_sample(g_mean, g_factor, k_gauss, num_samples)
     mse = np.asarray(jax.lax.map(train_mse, decoded, batch_size=100)) / float(train_mse(theta_map))

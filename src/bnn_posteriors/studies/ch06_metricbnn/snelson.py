@@ -10,7 +10,7 @@ the chapter shows them and :mod:`.evidence` turns them into checks.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 import jax
@@ -56,6 +56,12 @@ class SnelsonWalk:
         """P, the number of the network's parameters."""
         return int(self.theta_map.size)
 
+    @cached_property
+    def gaussian(self) -> tuple:
+        """The Gaussian of the solutions, (mean (P,), factor (P, r)), computed once
+        (:func:`metricbnn.gaussian_of_samples`): C6.2 and C6.3 both read it."""
+        return metricbnn.gaussian_of_samples(self.solutions)
+
 
 def fit_and_walk(keys: dict, x_tr, y_tr, x_gap, y_gap, cfg, walk) -> SnelsonWalk:
     """Train Snelson's ReLU MAP (eq. 1), cap the refinement step at 1/λ_max and walk.
@@ -87,7 +93,7 @@ def fit_and_walk(keys: dict, x_tr, y_tr, x_gap, y_gap, cfg, walk) -> SnelsonWalk
     )
     lam_max = metricbnn.max_curvature(loss, theta_map, keys["curvature"])
     eta = metricbnn.stable_learning_rate(
-        loss, theta_map, keys["curvature"], cfg.refine_learning_rate
+        loss, theta_map, keys["curvature"], cfg.refine_learning_rate, lam_max=lam_max
     )
     paths, latent, _ = walk(
         keys["walk"],
@@ -197,7 +203,7 @@ def posteriors(keys: dict, run: SnelsonWalk, cfg) -> Posteriors:
             noise_scale=problem.noise_scale,
         )
     )
-    gauss_mean, gauss_factor = metricbnn.gaussian_of_samples(solutions)
+    gauss_mean, gauss_factor = run.gaussian
     draws = {
         "LA": post.sample(keys["la"], s),
         "Gaussian of samples": metricbnn.gaussian_sample(
@@ -234,6 +240,7 @@ def per_map_metrics(repeat_key, run: SnelsonWalk, cfg, walk) -> dict:
             run.latent,
             run.problem,
             num_samples=cfg.pred_samples,
+            gaussian=run.gaussian,
         )
     ]
     per_map += experiments.snelson_repeats(
