@@ -29,12 +29,14 @@ def spectrum(eigvals, num_constraints: int, rank: int):
     return fig
 
 
-def bands(fit, grid, projected_mean, projected_sd, rng_key, num_samples: int = 200):
+def bands(fit, grid, projected_mean, projected_sd, rng_key, num_samples: int = 200,
+          label: str = "projected posterior"):  # fmt: skip
     """Predictive mean ± 2 sd on ``grid`` of the MAP (σ only), the sampled LA, the
     linearised LA and the projected posterior, one panel each, over the toy's data.
 
     ``fit`` is a :class:`.study.Fit`; ``projected_sd`` the epistemic sd of the projected
-    posterior (σ is added here). Returns the figure.
+    posterior (σ is added here). ``label`` titles the last panel (e.g. "Laplace diffusion"
+    for C9.4's samples' mean and sd). Returns the figure.
     """
     g = np.asarray(grid)[:, 0]
     sigma = fit.noise_scale
@@ -45,7 +47,7 @@ def bands(fit, grid, projected_mean, projected_sd, rng_key, num_samples: int = 2
         ("MAP", map_mean, np.full_like(map_mean, sigma)),
         ("sampled LA", np.asarray(s_mean)[:, 0], np.sqrt(np.asarray(s_var)[:, 0])),
         ("linearised LA", np.asarray(l_mean)[:, 0], np.sqrt(np.asarray(l_var)[:, 0])),
-        ("projected posterior", np.asarray(projected_mean),
+        (label, np.asarray(projected_mean),
          np.sqrt(np.asarray(projected_sd) ** 2 + sigma**2)),
     ]  # fmt: skip
     fig, axes = plt.subplots(1, 4, figsize=(13, 3.2), sharey=True)
@@ -72,4 +74,34 @@ def sweep_errors(errors):
     ax.semilogy(np.arange(1, errors.size + 1), errors, "o-")
     ax.set_xlabel("sweeps over the minibatches")
     ax.set_ylabel(r"$\|P_{AP}v - P_{ker}v\| / \|P_{ker}v\|$")
+    return fig
+
+
+def viking_band(fit, grid, mean, sd_kernel, sd_image):
+    """VIKING's linearised predictive on the toy: mean ± 2 sd (noise included), with the sd
+    split into its kernel and image parts (lower panel). ``fit`` a :class:`.study.Fit`;
+    ``mean``, ``sd_kernel``, ``sd_image`` on ``grid`` (n,). Returns the figure."""
+    g = np.asarray(grid)[:, 0]
+    mean, sd_k, sd_i = (
+        np.asarray(a, dtype=np.float64).ravel() for a in (mean, sd_kernel, sd_image)
+    )
+    if not mean.shape == sd_k.shape == sd_i.shape == g.shape:
+        raise ValueError(
+            f"viking_band: mean, sd_kernel, sd_image must match the grid {g.shape}, got "
+            f"{mean.shape}, {sd_k.shape}, {sd_i.shape}"
+        )
+    sd = np.sqrt(sd_k**2 + sd_i**2 + fit.noise_scale**2)
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(6, 4.8), sharex=True, height_ratios=(2, 1))
+    ax.fill_between(g, mean - 2 * sd, mean + 2 * sd, alpha=0.3, lw=0)
+    ax.plot(g, mean, lw=1.5, label="VIKING mean")
+    ax.plot(fit.x[:, 0], fit.y, "k.", ms=3, label="train")
+    ax.plot(fit.x_test[:, 0], fit.y_test, "x", color="C3", ms=3, label="gap (test)")
+    ax.set_ylim(float(np.min(fit.y)) - 2.0, float(np.max(fit.y)) + 2.0)
+    ax.set_ylabel("y")
+    ax.legend(frameon=False, loc="lower left")
+    ax2.semilogy(g, sd_k, label="kernel part")
+    ax2.semilogy(g, sd_i, label="image part")
+    ax2.set_xlabel("x")
+    ax2.set_ylabel("epistemic sd")
+    ax2.legend(frameon=False)
     return fig

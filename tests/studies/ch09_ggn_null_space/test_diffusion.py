@@ -1,0 +1,88 @@
+"""Tests of chapter 9's C9.4 study (the Laplace diffusion) on a tiny toy (no data files)."""
+
+from __future__ import annotations
+
+import types
+
+import jax
+import matplotlib
+import numpy as np
+import pytest
+
+from bnn_posteriors.claims import rules
+from bnn_posteriors.claims.checking import Evidence
+from bnn_posteriors.studies.ch09_ggn_null_space import diffusion, figures, study
+
+matplotlib.use("Agg")
+
+CFG = types.SimpleNamespace(
+    activation="tanh", map_prior_precision=1.0, map_learning_rate=1e-2, map_steps=300,
+    pred_samples=20, kernel_rtol=1e-6, diffusion_steps=3, diffusion_samples=12,
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def toy():
+    jax.config.update("jax_enable_x64", True)
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.uniform(-2, -0.5, 10), rng.uniform(0.5, 2, 10)])[:, None]
+    xg = np.linspace(-0.4, 0.4, 5)[:, None]
+    f = study.fit("toy", x, np.sin(2 * x[:, 0]), xg, np.sin(2 * xg[:, 0]),
+                  rng_key=jax.random.PRNGKey(0), hidden=(8, 8), cfg=CFG,
+                  noise_scale=0.3)  # fmt: skip
+    yield f
+    jax.config.update("jax_enable_x64", False)
+
+
+def _passes(ev: Evidence) -> bool:
+    return bool(rules.evaluate(ev.rule, ev.value, ev.expect, ev.tol, ev.rtol)[0])
+
+
+def test_diffusion_rank_counts_eigenvalues_above_delta(toy):
+    lam = np.asarray(toy.posterior.eigvals)
+    k = diffusion.diffusion_rank(toy)
+    assert k == max(int(np.sum(lam > toy.prior_precision)), 1) and 1 <= k < toy.theta.size
+
+
+@pytest.fixture(scope="module")
+def projected(toy):
+    grid = np.linspace(-3, 3, 7)[:, None]
+    return grid, diffusion.diffusion_study([toy], jax.random.PRNGKey(1), CFG, grid)
+
+
+def test_diffusion_study_scores_every_method_and_the_grid(toy, projected):
+    grid, result = projected
+    scores = result["scores"]["toy"]
+    assert set(scores) == {(m, p) for m in diffusion.METHODS for p in ("train", "test")}
+    assert result["grid_mean"].shape == result["grid_sd"].shape == (7,)
+    evidence = diffusion.diffusion_evidence(result, CFG)
+    assert [e.claim for e in evidence] == ["C9.4", "C9.4"]
+    assert "Laplace diffusion" in evidence[0].table
+    tr = scores[("Laplace diffusion", "train")][1] - scores[("sampled LA", "train")][1]
+    assert evidence[0].value == [pytest.approx(tr)]
+    fig = figures.bands(toy, grid, result["grid_mean"], result["grid_sd"],
+                        jax.random.PRNGKey(2), 10, label="Laplace diffusion")  # fmt: skip
+    assert fig.axes[3].get_title() == "Laplace diffusion"
+
+
+def test_unprojected_steps_underfit(toy, projected):
+    """The broken input: without the projection the diffusion carries the prior's variance
+    along the kernel, and its training NLL rises far above the projected diffusion's."""
+    proj = projected[1]["scores"]["toy"]
+    broken = diffusion.diffusion_study([toy], jax.random.PRNGKey(1), CFG, project=False)
+    broken = broken["scores"]["toy"]
+    assert broken[("Laplace diffusion", "train")][1] > proj[("Laplace diffusion", "train")][1] + 1
+
+
+def test_evidence_fails_when_the_diffusion_is_no_better_than_sampled_la():
+    same = {(m, p): (0.5, 1.0) for m in diffusion.METHODS for p in ("train", "test")}
+    worse = {**same, ("Laplace diffusion", "train"): (0.9, 2.0),
+             ("Laplace diffusion", "test"): (0.9, 3.0)}  # fmt: skip
+    for scores in (same, worse):
+        result = {"scores": {"toy": scores}, "ranks": {"toy": 3}}
+        nll, lppd = diffusion.diffusion_evidence(result, CFG)
+        assert not _passes(nll) and not _passes(lppd)
+    better = {**same, ("Laplace diffusion", "train"): (0.4, 0.5),
+              ("Laplace diffusion", "test"): (0.4, 0.8)}  # fmt: skip
+    nll, lppd = diffusion.diffusion_evidence({"scores": {"toy": better}, "ranks": {"toy": 3}}, CFG)
+    assert _passes(nll) and _passes(lppd)

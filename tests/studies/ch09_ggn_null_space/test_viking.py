@@ -1,0 +1,99 @@
+"""Tests of chapter 9's VIKING study (C9.5) and its figure on tiny problems (no data files)."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+
+import jax
+import matplotlib
+import numpy as np
+import pytest
+
+from bnn_posteriors.claims import rules
+from bnn_posteriors.studies.ch09_ggn_null_space import figures, study
+from bnn_posteriors.studies.ch09_ggn_null_space import viking as vs
+
+matplotlib.use("Agg")
+
+CFG = types.SimpleNamespace(
+    rank_widths=(2, 4, 2), activation="tanh", map_prior_precision=1.0, map_learning_rate=1e-2,
+    map_steps=300, pred_samples=20, residual_tolerance=1e-6, kernel_rtol=1e-6,
+    vk_kl_points=3, vk_kl_scales=((1.0, 1.0, 0.1), (0.3, 2.0, 0.05)), vk_kl_tolerance=1e-8,
+    vk_steps=100, vk_learning_rate=1e-2, vk_mc_samples=4, vk_mfvi_steps=100,
+    vk_mfvi_learning_rate=1e-2, vk_mbnn_steps=5, vk_mbnn_drift=1e-3, vk_mbnn_ae_updates=5,
+    vk_nll_margin=0.1,
+)  # fmt: skip
+
+
+def _passes(ev) -> bool:
+    return bool(rules.evaluate(ev.rule, ev.value, ev.expect, ev.tol, ev.rtol)[0])
+
+
+@pytest.fixture(scope="module")
+def toy():
+    jax.config.update("jax_enable_x64", True)
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.uniform(-2, -0.5, 10), rng.uniform(0.5, 2, 10)])[:, None]
+    xg = np.linspace(-0.4, 0.4, 5)[:, None]
+    f = study.fit("toy", x, np.sin(2 * x[:, 0]), xg, np.sin(2 * xg[:, 0]),
+                  rng_key=jax.random.PRNGKey(0), hidden=(8,), cfg=CFG,
+                  noise_scale=0.3)  # fmt: skip
+    post = vs.fit_posterior(f, jax.random.PRNGKey(1), CFG)
+    yield f, post
+    jax.config.update("jax_enable_x64", False)
+
+
+def test_dense_kl_is_zero_at_the_prior_and_checks_its_input():
+    assert vs.dense_kl(np.zeros(3), np.eye(3) / 2.0, 2.0) == pytest.approx(0.0, abs=1e-12)
+    assert vs.dense_kl(np.ones(3), np.eye(3) / 2.0, 2.0) == pytest.approx(3.0)  # α‖μ‖²/2
+    with pytest.raises(ValueError, match="cov"):
+        vs.dense_kl(np.zeros(3), np.eye(2), 1.0)
+    with pytest.raises(ValueError, match="prior_precision"):
+        vs.dense_kl(np.zeros(2), np.eye(2), 0.0)
+
+
+def test_kl_study_and_evidence(toy):
+    result = vs.kl_study(jax.random.PRNGKey(0), CFG)
+    assert result["R"] == result["P"] - 6  # N·O = 6 < P = 22
+    assert _passes(vs.kl_evidence(result, CFG))
+    broken = {**result, "closed": result["closed"] * 1.01}  # a KL off by 1 %
+    assert not _passes(vs.kl_evidence(broken, CFG))
+
+
+def test_orthogonality_study_and_evidence(toy):
+    f, post = toy
+    result = vs.orthogonality_study(f, post, jax.random.PRNGKey(2), 10)
+    assert all(v.shape == (10,) for v in result.values())
+    assert _passes(vs.orthogonality_evidence(result, CFG))
+    # the broken input: the identity as "kernel projector" puts image directions in the kernel
+    broken = dataclasses.replace(post, projector=np.eye(f.theta.size))
+    bad = vs.orthogonality_study(f, broken, jax.random.PRNGKey(2), 10)
+    assert not _passes(vs.orthogonality_evidence(bad, CFG))
+
+
+def test_band_study_and_figure(toy):
+    f, post = toy
+    grid = np.linspace(-3, 3, 40)[:, None]
+    band = vs.band_study(f, post, grid)
+    assert all(v.shape == (40,) for v in band.values())
+    at_train = vs.band_study(f, post, f.x)
+    assert at_train["sd_kernel"].max() < 1e-2 * band["sd_kernel"].max()  # J P_ker = 0 there
+    fig = figures.viking_band(f, grid, band["mean"], band["sd_kernel"], band["sd_image"])
+    assert len(fig.axes) == 2
+    with pytest.raises(ValueError, match="grid"):
+        figures.viking_band(f, grid, band["mean"][:3], band["sd_kernel"], band["sd_image"])
+
+
+def test_comparison_and_evidence(toy):
+    f, post = toy
+    scores = vs.comparison([f], [post], jax.random.PRNGKey(3), CFG)
+    assert set(scores["toy"]) == set(vs.METHODS)
+    assert all(np.isfinite(v).all() for v in scores["toy"].values())
+    evs = vs.comparison_evidence(scores, [post], CFG)
+    assert len(evs) == 2 and "test NLL" in evs[0].table
+    good = {"toy": {"VIKING": (0.3, 0.5), "mean-field VI": (0.3, 0.9), "linearised LA": (0.3, 0.55),
+                    "MetricBNN": (0.3, 1.0)}}  # fmt: skip
+    assert all(_passes(e) for e in vs.comparison_evidence(good, [post], CFG))
+    bad = {"toy": {**good["toy"], "VIKING": (0.3, 1.2)}}  # worse than every baseline
+    assert not any(_passes(e) for e in vs.comparison_evidence(bad, [post], CFG))
