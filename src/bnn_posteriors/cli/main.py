@@ -17,15 +17,20 @@ from pathlib import Path
 
 from bnn_posteriors.claims import checking as claims
 from bnn_posteriors.claims import scorecard
-from bnn_posteriors.cli.studies import run_benchmark, run_many_chains, run_prior_scales
+from bnn_posteriors.cli.studies import (
+    run_benchmark,
+    run_many_chains,
+    run_prior_scales,
+    run_reference,
+)
 from bnn_posteriors.site import profiles
 
 WIDTH = 100  # terminal columns of the scorecard table
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``bnn-posteriors``: run, benchmark, prior-scales, many-chains, sweep,
-    claims."""
+    """The parser of ``bnn-posteriors``: run, benchmark, prior-scales, many-chains, reference,
+    sweep, claims."""
     parser = argparse.ArgumentParser(
         prog="bnn-posteriors",
         description="Run the book's chapters and report the status of its claims.",
@@ -87,6 +92,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=Path, help="folder of the per-seed results (default: results/<many_results>)"
     )
 
+    ref = commands.add_parser(
+        "reference",
+        help="build the reference posterior of a problem of chapter 10: many NUTS chains "
+        "(sharded over the devices), their function-space mixing and the predictive, written "
+        "to results/reference/<problem>.npz/.json (resumable: each chunk of draws is cached)",
+    )
+    ref.add_argument("problem", help="snelson_gap, energy_gap, banana or digits")
+    ref.add_argument("--profile", help="quick or full (default: $BNN_PROFILE, else quick)")
+    ref.add_argument("--chains", type=int, help="number of chains (default: the profile's)")
+    ref.add_argument("--warmup", type=int, help="adaptation steps (default: the profile's)")
+    ref.add_argument("--draws", type=int, help="draws per chain (default: the profile's)")
+    ref.add_argument("--kept", type=int, help="draws stored per chain (default: the profile's)")
+    ref.add_argument("--chunk", type=int, help="draws per cached unit (default: the profile's)")
+    ref.add_argument("--seed", type=int, help="override the chapter's seed")
+    ref.add_argument(
+        "--out", type=Path, help="folder of the reference files (default: results/<results>)"
+    )
+    ref.add_argument(
+        "--cache", type=Path, help="folder of the cached chunks (default: the unit cache)"
+    )
+
     sweep = commands.add_parser(
         "sweep",
         help="run chapters under several seeds; write each check's status and margin "
@@ -131,6 +157,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_prior_scales(profile, args.datasets, args.depths, args.out)
     if args.command == "many-chains":
         return run_many_chains(profile, args.seeds, args.out)
+    if args.command == "reference":
+        return run_reference(
+            args.problem, profile, chains=args.chains, warmup=args.warmup, draws=args.draws,
+            kept=args.kept, chunk=args.chunk, seed=args.seed, out=args.out, cache=args.cache,
+        )  # fmt: skip
     if args.command == "sweep":
         return run_sweep(args.chapters, args.seeds, profile, args.out, args.resume, args.merge)
     return print_claims(profile)

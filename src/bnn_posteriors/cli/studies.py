@@ -133,3 +133,52 @@ def run_many_chains(
         )  # fmt: skip
 
     return run_study(runs, "seeds")
+
+
+# --------------------------------------------------------------------------- reference
+
+
+def run_reference(
+    problem: str,
+    profile: str | None = None,
+    *,
+    chains: int | None = None,
+    warmup: int | None = None,
+    draws: int | None = None,
+    kept: int | None = None,
+    chunk: int | None = None,
+    seed: int | None = None,
+    out: Path | None = None,
+    cache: Path | None = None,
+) -> int:
+    """Build the reference posterior of ``problem`` (chapter 10) with a progress bar; the
+    options replace the profile's settings. Prints the mixing summary and the wall time."""
+    import jax
+
+    from bnn_posteriors.studies.ch10_reference_posteriors import build
+
+    def built():
+        cfg = profiles.settings("10_reference_posteriors", profile)
+        on_accelerator = jax.default_backend() != "cpu"
+        n_chains = chains or (cfg.num_chains_accelerator if on_accelerator else cfg.num_chains)
+        if out is None and cfg.results is None:
+            raise ValueError(f"profile {cfg.profile} names no results folder: pass --out")
+        folder = out or parts.committed_dir(cfg.results)
+        print(f"reference {problem} (profile {cfg.profile}, {n_chains} chains on "
+              f"{jax.device_count()} device(s)) -> {folder}", flush=True)  # fmt: skip
+        record = build.build(
+            problem, seed=cfg.seed if seed is None else seed, num_chains=n_chains,
+            num_warmup=warmup or cfg.num_warmup, num_samples=draws or cfg.num_samples,
+            num_kept=kept or cfg.num_kept, chunk_size=chunk or cfg.chunk_size,
+            target_acceptance_rate=cfg.target_acceptance_rate,
+            max_num_doublings=cfg.max_num_doublings, out=folder,
+            cache_dir=cache or cfg.cache, profile=cfg.profile, progress=True,
+        )  # fmt: skip
+        for points, m in record["mixing"].items():
+            verdict = "mixed" if m["mixed"] else "NOT mixed: " + "; ".join(m["reasons"])
+            print(f"{points}: max R-hat {m['max_rhat']:.3f}, min ESS {m['min_ess']:.0f} "
+                  f"({verdict})", flush=True)  # fmt: skip
+        print(f"wrote {record['path']}", flush=True)
+        return [record]
+
+    return run_study(built, "reference")

@@ -60,7 +60,9 @@ def _is_array(v) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled_nuts(model, static: tuple, num_warmup: int, target: float, max_doublings: int):
+def _compiled_nuts(
+    model, static: tuple, num_warmup: int, target: float, max_doublings: int, thinning: int = 1
+):
     """The jitted, chain-vectorised NUTS programs of one (model, settings, warm-up budget).
 
     Returns ``(whole, adapt, sample)``: ``whole(keys_warm, keys_draws, positions, arrays)``
@@ -68,7 +70,8 @@ def _compiled_nuts(model, static: tuple, num_warmup: int, target: float, max_dou
     split it at the end of the adaptation so that the draws can run in resumable chunks
     (``sample(state, tuned, keys_draws, arrays)`` continues from ``state``). Data arrays
     are arguments, not constants, so new data of the same shape and new keys reuse the
-    compiled programs.
+    compiled programs. ``thinning``: the samples keep every ``thinning``-th draw (the last
+    of each block of ``thinning``); the statistics keep every draw.
     """
 
     def logdensity_of(arrays):
@@ -93,6 +96,7 @@ def _compiled_nuts(model, static: tuple, num_warmup: int, target: float, max_dou
             return state, (state.position, info)
 
         state, (positions, info) = jax.lax.scan(step, HMCState(*state), keys)
+        positions = jax.tree.map(lambda a: a[thinning - 1 :: thinning], positions)
         kwargs = {**dict(static), **arrays}
         samples = jax.vmap(lambda z: constrain_fn(model, (), kwargs, z, return_deterministic=True))(
             positions
@@ -133,6 +137,8 @@ def nuts(
     chunk_size: int | None = None,
     cache_dir: bool | Path | None = False,
     progress: bool = False,
+    thinning: int = 1,
+    mesh=None,
 ):
     """NUTS by BlackJAX with per-chain window adaptation, chains in ``vmap``.
 
@@ -152,12 +158,24 @@ def nuts(
     :func:`bnn_posteriors.store.cache.cache_location`) the
     adaptation and every chunk are units of :func:`bnn_posteriors.store.cache.cached` (version
     :data:`CACHE_VERSION`), so an interrupted run resumes at its last finished chunk.
+
+    ``thinning``: keep every ``thinning``-th draw of the samples (``num_samples`` and
+    ``chunk_size`` must be multiples of it), so ``samples`` hold ``num_samples // thinning``
+    draws per chain while ``stats`` cover every draw. ``mesh``: a chain mesh
+    (:func:`bnn_posteriors.inference.sharding.chain_mesh`) over which the chains are sharded
+    (keys, starts and sampler states split along the chain axis, data replicated; a chain
+    count the devices do not divide is padded and the padding dropped), so several devices
+    or a GPU run more chains in one program; None: one device, as before.
     """
     _check_inputs("nuts", model_kwargs, num_chains, num_warmup, num_samples, 1)  # adaptation
     directory = cache.cache_location(cache_dir)
     validate.positive_int("max_num_doublings", max_num_doublings, where="nuts")
+    thinning = validate.positive_int("thinning", thinning, where="nuts")
     if chunk_size is not None:
         validate.positive_int("chunk_size", chunk_size, where="nuts")
+    for name, value in (("num_samples", num_samples), ("chunk_size", chunk_size)):
+        if value is not None and value % thinning:
+            raise ValueError(f"nuts: {name}={value} must be a multiple of thinning={thinning}")
     key_init, key_warm, key_sample = jax.random.split(rng_key, 3)
     if init_positions is None:
         init_positions = jax.vmap(lambda k: log_joint_fn(k, model, model_kwargs)[1])(
@@ -174,26 +192,53 @@ def nuts(
             f"non-array model settings must be hashable (use tuples, not lists): {dict(static)}"
         ) from None
     whole, adapt, sample = _compiled_nuts(
-        model, static, num_warmup, float(target_acceptance_rate), max_num_doublings
+        model, static, num_warmup, float(target_acceptance_rate), max_num_doublings, thinning
     )
     keys_warm = jax.random.split(key_warm, num_chains)
     keys = jax.vmap(lambda k: jax.random.split(k, num_samples))(
         jax.random.split(key_sample, num_chains)
     )  # (chains, draws, key): one key per draw
+    place = _placement(mesh)
+    keys_warm, keys, init_positions = place((keys_warm, keys, init_positions))
+    if mesh is not None:
+        from bnn_posteriors.inference import sharding
+
+        arrays = sharding.replicate(arrays, mesh)
     if chunk_size is None and directory is None:
-        return whole(keys_warm, keys, init_positions, arrays)
-    return _nuts_in_chunks(
-        adapt, sample, (keys_warm, keys, init_positions, arrays),
-        dict(model=f"{model.__module__}.{model.__qualname__}", static=repr(static),
-             num_warmup=num_warmup, target=float(target_acceptance_rate),
-             max_num_doublings=max_num_doublings),
-        chunk_size or num_samples, directory, progress,
+        return _first_chains(whole(keys_warm, keys, init_positions, arrays), num_chains)
+    settings = dict(model=f"{model.__module__}.{model.__qualname__}", static=repr(static),
+                    num_warmup=num_warmup, target=float(target_acceptance_rate),
+                    max_num_doublings=max_num_doublings)  # fmt: skip
+    if thinning != 1:  # the units of unthinned runs keep their keys
+        settings["thinning"] = thinning
+    return _first_chains(
+        _nuts_in_chunks(
+            adapt, sample, (keys_warm, keys, init_positions, arrays), settings,
+            chunk_size or num_samples, directory, progress, place,
+        ),
+        num_chains,
     )  # fmt: skip
 
 
-def _nuts_in_chunks(adapt, sample, inputs, settings, chunk_size, directory, progress):
+def _placement(mesh):
+    """The map that puts chain-leading arrays on ``mesh`` (padded, sharded), or the identity."""
+    if mesh is None:
+        return lambda tree: tree
+    from bnn_posteriors.inference import sharding
+
+    return lambda tree: sharding.shard_chains(tree, mesh)[0]
+
+
+def _first_chains(result, num_chains: int):
+    """``(samples, stats)`` without the chains that padding to the mesh added."""
+    samples, stats = result
+    return jax.tree.map(lambda a: a[:num_chains], (samples, stats))
+
+
+def _nuts_in_chunks(adapt, sample, inputs, settings, chunk_size, directory, progress, place=None):
     """:func:`nuts` after the adaptation in chunks of draws, each a cached unit in ``directory``
-    (None: not cached)."""
+    (None: not cached); ``place`` puts each chunk's starting state back on the chain mesh."""
+    place = place or (lambda tree: tree)
     from tqdm.auto import tqdm
 
     keys_warm, keys, positions, arrays = inputs
@@ -210,9 +255,10 @@ def _nuts_in_chunks(adapt, sample, inputs, settings, chunk_size, directory, prog
             return compute()
         return cache.cached(name, {**parts, **extra}, compute, directory, version=CACHE_VERSION)
 
-    state, tuned = unit(
+    adapted = unit(
         "nuts-adapt", {}, lambda: jax.tree.map(np.asarray, adapt(keys_warm, positions, arrays))
     )
+    state, tuned = place(adapted)
     num_samples = keys.shape[1]
     bounds = [(a, min(a + chunk_size, num_samples)) for a in range(0, num_samples, chunk_size)]
     chunks = []
@@ -225,6 +271,7 @@ def _nuts_in_chunks(adapt, sample, inputs, settings, chunk_size, directory, prog
                 np.asarray, sample(s, tuned, keys[:, a:b], arrays)
             ),
         )
+        state = place(state)
         chunks.append((draws, stats))
         bar.update(b - a)
     bar.close()
