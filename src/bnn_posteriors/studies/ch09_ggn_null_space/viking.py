@@ -65,10 +65,12 @@ def kl_study(rng_key, cfg) -> dict:
 
 
 def kl_evidence(study: dict, cfg) -> Evidence:
-    """C9.5: the closed-form KL equals the dense Gaussian KL (relative error)."""
+    """C9.5, further finding ``closed-form-kl``: the closed-form KL equals the dense Gaussian KL
+    (relative error)."""
     rel = np.abs(study["closed"] - study["dense"]) / np.abs(study["dense"])
     return Evidence(
         "C9.5", float(rel.max()), rule="less", expect=cfg.vk_kl_tolerance,
+        finding="closed-form-kl",
         note=f"max relative gap, closed-form KL vs scipy's dense KL, {len(rel)} (α, σ_ker, σ_im) "
         f"with P = {study['P']}, R = {study['R']}",
         says="VIKING's closed-form KL equals the KL computed from the dense covariance.",
@@ -103,10 +105,12 @@ def orthogonality_study(f: Fit, post: vk.VikingPosterior, rng_key, num_samples: 
 
 
 def orthogonality_evidence(study: dict, cfg) -> Evidence:
-    """C9.5: kernel parts in ker J, image parts in its complement, the parts orthogonal."""
+    """C9.5, further finding ``orthogonal-subspaces``: kernel parts in ker J, image parts in its
+    complement, the parts orthogonal."""
     worst = [float(np.max(study[k])) for k in ("kernel_residual", "image_in_kernel", "cosine")]
     return Evidence(
         "C9.5", worst, rule="less", expect=cfg.residual_tolerance,
+        finding="orthogonal-subspaces",
         note="max over draws of ‖JΔ_ker‖/(‖J‖‖Δ_ker‖), ‖P_ker Δ_im‖/‖Δ_im‖ and the |cosine| "
         "between Δ_ker and Δ_im (toy)",
         says="The kernel part of every VIKING draw leaves the linearised training predictions "
