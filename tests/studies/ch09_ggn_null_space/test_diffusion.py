@@ -11,7 +11,7 @@ import pytest
 
 from bnn_posteriors.claims import rules
 from bnn_posteriors.claims.checking import Evidence
-from bnn_posteriors.studies.ch09_ggn_null_space import diffusion, figures, study
+from bnn_posteriors.studies.ch09_ggn_null_space import diffusion, figures
 
 matplotlib.use("Agg")
 
@@ -22,16 +22,8 @@ CFG = types.SimpleNamespace(
 
 
 @pytest.fixture(scope="module")
-def toy():
-    jax.config.update("jax_enable_x64", True)
-    rng = np.random.default_rng(0)
-    x = np.concatenate([rng.uniform(-2, -0.5, 10), rng.uniform(0.5, 2, 10)])[:, None]
-    xg = np.linspace(-0.4, 0.4, 5)[:, None]
-    f = study.fit("toy", x, np.sin(2 * x[:, 0]), xg, np.sin(2 * xg[:, 0]),
-                  rng_key=jax.random.PRNGKey(0), hidden=(8, 8), cfg=CFG,
-                  noise_scale=0.3)  # fmt: skip
-    yield f
-    jax.config.update("jax_enable_x64", False)
+def toy(tiny_toy_fit):
+    return tiny_toy_fit(CFG, (8, 8))
 
 
 def _passes(ev: Evidence) -> bool:

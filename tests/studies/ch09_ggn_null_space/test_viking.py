@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bnn_posteriors.claims import rules
-from bnn_posteriors.studies.ch09_ggn_null_space import figures, study
+from bnn_posteriors.studies.ch09_ggn_null_space import figures
 from bnn_posteriors.studies.ch09_ggn_null_space import viking as vs
 
 matplotlib.use("Agg")
@@ -31,17 +31,9 @@ def _passes(ev) -> bool:
 
 
 @pytest.fixture(scope="module")
-def toy():
-    jax.config.update("jax_enable_x64", True)
-    rng = np.random.default_rng(0)
-    x = np.concatenate([rng.uniform(-2, -0.5, 10), rng.uniform(0.5, 2, 10)])[:, None]
-    xg = np.linspace(-0.4, 0.4, 5)[:, None]
-    f = study.fit("toy", x, np.sin(2 * x[:, 0]), xg, np.sin(2 * xg[:, 0]),
-                  rng_key=jax.random.PRNGKey(0), hidden=(8,), cfg=CFG,
-                  noise_scale=0.3)  # fmt: skip
-    post = vs.fit_posterior(f, jax.random.PRNGKey(1), CFG)
-    yield f, post
-    jax.config.update("jax_enable_x64", False)
+def toy(tiny_toy_fit):
+    f = tiny_toy_fit(CFG, (8,))
+    return f, vs.fit_posterior(f, jax.random.PRNGKey(1), CFG)
 
 
 def test_dense_kl_is_zero_at_the_prior_and_checks_its_input():
