@@ -4,6 +4,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 
@@ -67,3 +68,15 @@ def test_flops_against_depth_rows_and_terms():
     with pytest.raises(ValueError, match="one key per depth"):
         cost.flops_against_depth(keys[:1], x, y, x, depths=(1, 2), width=3, noise_scale=0.3,
                                  prior_precision=1.0, **budgets)  # fmt: skip
+
+
+def test_gradient_flops_grow_with_the_data_and_the_width():
+    from bnn_posteriors.models.numpyro_models import MLP
+
+    x = np.linspace(-1, 1, 40, dtype=np.float32)[:, None]
+    y = np.sin(3 * x[:, 0])
+    small = cost.gradient_flops(MLP((1, 8, 1), activation="tanh"), x[:20], y[:20])
+    more_data = cost.gradient_flops(MLP((1, 8, 1), activation="tanh"), x, y)
+    wider = cost.gradient_flops(MLP((1, 32, 1), activation="tanh"), x[:20], y[:20])
+    assert 0 < small < more_data < 2.5 * small
+    assert wider > 3 * small

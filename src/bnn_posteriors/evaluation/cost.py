@@ -46,6 +46,18 @@ def svd_flops(m: int, n: int) -> float:
     return 2.0 * a * b**2 + 11.0 * b**3
 
 
+def gradient_flops(spec, x, y) -> float:
+    """FLOPs of one full-batch gradient of the log joint of the Bayesian MLP ``spec``
+    (:class:`~bnn_posteriors.models.numpyro_models.MLP`) on ``(x, y)``: the unit in which a
+    gradient-based method's cost is counted (one NUTS leapfrog step, one optimiser or MCLMC
+    step on the full batch). XLA's count of the compiled gradient at NumPyro's start."""
+    from bnn_posteriors.inference import mcmc
+
+    logdensity, position, _ = mcmc.log_joint_fn(jax.random.PRNGKey(0), spec.model,
+                                                spec.kwargs(x, y))  # fmt: skip
+    return xla_flops(jax.grad(logdensity), position)
+
+
 def laplace_flops(params, x, x_test, *, noise_scale: float, activation: str = "tanh") -> dict:
     """FLOPs of the full-GGN Laplace approximation of a regression MLP
     (Gaussian noise sd ``noise_scale``).
