@@ -80,3 +80,6 @@ def test_gradient_flops_grow_with_the_data_and_the_width():
     wider = cost.gradient_flops(MLP((1, 32, 1), activation="tanh"), x[:20], y[:20])
     assert 0 < small < more_data < 2.5 * small
     assert wider > 3 * small
+    labels = (x[:, 0] > 0).astype(np.int32)  # a classifier (NumPy labels) too
+    classifier = cost.gradient_flops(MLP((1, 8, 2), "categorical", "tanh"), x, labels)
+    assert classifier > small

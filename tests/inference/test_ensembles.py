@@ -154,3 +154,29 @@ def test_heteroscedastic_bad_input(kwargs, match):
     )
     with pytest.raises(ValueError, match="two outputs"):
         ensembles.predict(params, x, heteroscedastic=True)
+
+
+def test_categorical_ensemble_learns_labels_and_keeps_the_regression_default():
+    """likelihood="categorical": classifiers early-stopped on their mean categorical NLL."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(64, 2)).astype(np.float32)
+    y = (x[:, 0] + x[:, 1] > 0).astype(np.int32)
+    params, info = ensembles.train_ensemble(
+        jax.random.PRNGKey(4), x, y, x, y, widths=(2, 8, 2), n_members=2, max_epochs=60,
+        activation="tanh", likelihood="categorical",
+    )  # fmt: skip
+    for i in range(2):
+        logits = nets.mlp_apply(ensembles.member(params, i), x, "tanh")
+        nll = -np.mean(np.asarray(jax.nn.log_softmax(logits))[np.arange(64), y])
+        np.testing.assert_allclose(nll, info["val_nll"][i], rtol=1e-5)
+        assert np.mean(np.asarray(logits).argmax(-1) == y) > 0.9
+    with pytest.raises(ValueError, match="class labels"):  # float targets are not labels
+        ensembles.train_ensemble(jax.random.PRNGKey(0), x, y * 1.0, x, y, widths=(2, 8, 2),
+                                 n_members=1, likelihood="categorical")  # fmt: skip
+    with pytest.raises(ValueError, match="no noise scale"):
+        ensembles.train_ensemble(jax.random.PRNGKey(0), x, y, x, y, widths=(2, 8, 2),
+                                 n_members=1, likelihood="categorical",
+                                 noise_scale=1.0)  # fmt: skip
+    with pytest.raises(ValueError, match="at least two outputs"):
+        ensembles.train_ensemble(jax.random.PRNGKey(0), x, y, x, y, widths=(2, 8, 1),
+                                 n_members=1, likelihood="categorical")  # fmt: skip

@@ -252,3 +252,38 @@ def test_heteroscedastic_bad_input():
         mile.warm_start_positions(one_output, heteroscedastic=True)
     with pytest.raises(ValueError, match="heteroscedastic model"):
         mile.predict({k: v for k, v in _starts(2).items() if k != "log_sigma"}, x)
+
+
+def test_categorical_log_density_and_run_bde():
+    """likelihood="categorical": the classifier's log joint (no log_sigma site) and its chains."""
+    x, _ = _data()
+    y = (x[:, 0] > 0).astype(np.int32)
+    widths = (2, 4, 2)
+    params, _ = ensembles.train_ensemble(
+        jax.random.PRNGKey(0), x, y, x, y, widths=widths, n_members=2, max_epochs=20,
+        likelihood="categorical",
+    )  # fmt: skip
+    starts = mile.warm_start_positions(params, likelihood="categorical")
+    assert "log_sigma" not in starts
+    pos = jax.tree.map(lambda a: a[0], starts)
+    spec = models.MLP(widths, likelihood="categorical")
+    logdensity, _, _ = mcmc.log_joint_fn(jax.random.PRNGKey(0), spec.model, spec.kwargs(x, y))
+    value = mile.log_density(pos, x, y, widths=widths, likelihood="categorical")
+    np.testing.assert_allclose(value, logdensity(pos), rtol=1e-6)
+    from jax.scipy.stats import norm
+
+    flat = jnp.concatenate([jnp.ravel(v) for v in jax.tree.leaves(pos)])
+    logits = nets.mlp_apply(mile.params_of(pos), x)
+    expected = norm.logpdf(flat).sum() + jax.nn.log_softmax(logits)[jnp.arange(24), y].sum()
+    np.testing.assert_allclose(value, expected, rtol=1e-5)
+    out = mile.run_bde(
+        jax.random.PRNGKey(1), x, y, starts, widths=widths, tuning_steps=100, sampling_steps=20,
+        thinning=5, likelihood="categorical",
+    )  # fmt: skip
+    assert out["samples"]["W1"].shape == (2, 4, 4, 2) and "log_sigma" not in out["samples"]
+    assert np.all(np.isfinite(out["logdensity"]))
+    with pytest.raises(ValueError, match="no log_sigma site"):
+        mile.warm_start_positions(params, 0.0, likelihood="categorical")
+    with pytest.raises(ValueError, match="heteroscedastic needs the gaussian"):
+        mile.run_bde(jax.random.PRNGKey(1), x, y, starts, widths=widths, likelihood="categorical",
+                     heteroscedastic=True)  # fmt: skip

@@ -86,3 +86,22 @@ def test_chains_sharded_over_two_devices_match_one_device():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "OK" in done.stdout
+
+
+def test_warmup_stats_count_the_leapfrog_steps_of_the_adaptation(tmp_path):
+    """``warmup_stats``: the adaptation's leapfrog steps per step, the draws unchanged."""
+    plain, plain_stats = mcmc.nuts(jax.random.key(2), models.narrow_network, KWARGS, **BUDGET)
+    assert "warmup_num_steps" not in plain_stats
+    samples, stats = mcmc.nuts(
+        jax.random.key(2), models.narrow_network, KWARGS, warmup_stats=True, **BUDGET
+    )
+    np.testing.assert_array_equal(samples["w"], plain["w"])
+    warm = np.asarray(stats["warmup_num_steps"])
+    assert warm.shape == (2, 20) and warm.min() >= 1 and warm.max() <= 1023
+    assert warm.sum() > 40  # NUTS trees of more than one step, not a placeholder
+    _, capped = mcmc.nuts(jax.random.key(2), models.narrow_network, KWARGS, warmup_stats=True,
+                          max_num_doublings=1, **BUDGET)  # fmt: skip
+    np.testing.assert_array_equal(capped["warmup_num_steps"], 1)
+    with pytest.raises(ValueError, match="warmup_stats needs a run in one program"):
+        mcmc.nuts(jax.random.key(2), models.narrow_network, KWARGS, warmup_stats=True,
+                  chunk_size=10, **BUDGET)  # fmt: skip

@@ -22,6 +22,7 @@ from bnn_posteriors.cli.studies import (
     run_many_chains,
     run_prior_scales,
     run_reference,
+    run_scores,
 )
 from bnn_posteriors.site import profiles
 
@@ -113,6 +114,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--cache", type=Path, help="folder of the cached chunks (default: the unit cache)"
     )
 
+    scores = commands.add_parser(
+        "scores",
+        help="score every method of chapter 10 against the committed reference posteriors, "
+        "one part per problem, method and seed, written to results/<score_results>/ as each "
+        "finishes (resumable)",
+    )
+    scores.add_argument("--profile", help="quick or full (default: $BNN_PROFILE, else quick)")
+    scores.add_argument("--problems", nargs="+", help="problems (default: the profile's)")
+    scores.add_argument("--methods", nargs="+", help="methods, e.g. MFVI 'sampled LA'")
+    scores.add_argument("--seeds", nargs="+", type=int, help="seeds (default: the profile's)")
+    scores.add_argument("--out", type=Path, help="folder of the parts (default: results/...)")
+
     sweep = commands.add_parser(
         "sweep",
         help="run chapters under several seeds; write each check's status and margin "
@@ -162,6 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.problem, profile, chains=args.chains, warmup=args.warmup, draws=args.draws,
             kept=args.kept, chunk=args.chunk, seed=args.seed, out=args.out, cache=args.cache,
         )  # fmt: skip
+    if args.command == "scores":
+        return run_scores(profile, args.problems, args.methods, args.seeds, args.out)
     if args.command == "sweep":
         return run_sweep(args.chapters, args.seeds, profile, args.out, args.resume, args.merge)
     return print_claims(profile)

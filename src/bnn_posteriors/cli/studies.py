@@ -182,3 +182,34 @@ def run_reference(
         return [record]
 
     return run_study(built, "reference")
+
+
+# --------------------------------------------------------------------------- scores
+
+
+def run_scores(
+    profile: str | None = None,
+    problems: Sequence[str] | None = None,
+    methods: Sequence[str] | None = None,
+    seeds: Sequence[int] | None = None,
+    out: Path | None = None,
+) -> int:
+    """Score the methods of chapter 10 against the committed references, part by part
+    (:func:`bnn_posteriors.studies.ch10_reference_posteriors.score.scoreboard`); the options
+    narrow the profile's problems, methods and seeds."""
+    from bnn_posteriors.studies.ch10_reference_posteriors import score
+
+    def scored():
+        cfg = profiles.settings("10_reference_posteriors", profile)
+        unknown = sorted(set(methods or ()) - set(cfg.methods))
+        if unknown:
+            raise ValueError(f"unknown methods {unknown}; the methods are {', '.join(cfg.methods)}")
+        chosen = {m: s for m, s in cfg.methods.items() if not methods or m in methods}
+        folder = out or parts.committed_dir(cfg.score_results)
+        print(f"scores (profile {cfg.profile}) -> {folder}", flush=True)
+        return score.scoreboard(
+            problems or cfg.score_problems, chosen, seeds or cfg.score_seeds,
+            directory=folder, profile=cfg.profile, progress=lambda line: print(line, flush=True),
+        )  # fmt: skip
+
+    return run_study(scored, "scored fits")

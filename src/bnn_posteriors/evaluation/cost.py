@@ -53,8 +53,8 @@ def gradient_flops(spec, x, y) -> float:
     step on the full batch). XLA's count of the compiled gradient at NumPyro's start."""
     from bnn_posteriors.inference import mcmc
 
-    logdensity, position, _ = mcmc.log_joint_fn(jax.random.PRNGKey(0), spec.model,
-                                                spec.kwargs(x, y))  # fmt: skip
+    data = spec.kwargs(jnp.asarray(x), jnp.asarray(y))  # JAX arrays: the model indexes them
+    logdensity, position, _ = mcmc.log_joint_fn(jax.random.PRNGKey(0), spec.model, data)
     return xla_flops(jax.grad(logdensity), position)
 
 

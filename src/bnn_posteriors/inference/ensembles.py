@@ -6,7 +6,8 @@ by AdamW on the Gaussian negative log-likelihood with σ fixed (σ = 1 for stand
 targets), or, for the heteroscedastic model of
 :func:`bnn_posteriors.models.numpyro_models.mlp_regression`
 (two outputs, the authors' ``regr`` task), with σ(x) = clip(exp f_1(x), 1e-6, 1e6) learned
-by the network. Training stops for a member when its validation NLL has not improved for
+by the network; or, ``likelihood="categorical"``, classifiers trained on the categorical NLL
+of their softmax. Training stops for a member when its validation NLL has not improved for
 ``patience`` epochs, and the member's parameters of its best epoch are kept.
 
 All members train in one program: the single-member loop (a ``jax.lax.while_loop``
@@ -32,9 +33,13 @@ from bnn_posteriors.util import validate
 from bnn_posteriors.util.validate import positive, positive_int
 
 
-def check_xy(x, y, label: str, n_features: int | None = None) -> tuple[jax.Array, jax.Array]:
-    """Regression data as float32 arrays: ``x`` (n, d), ``y`` (n,), finite (:mod:`.validate`)."""
-    x, y = validate.check_xy(x, y, where=label, n_features=n_features, ndim=(2,), dtype=np.float32)
+def check_xy(
+    x, y, label: str, n_features: int | None = None, likelihood: str | None = None
+) -> tuple[jax.Array, jax.Array]:
+    """Regression data as float32 arrays: ``x`` (n, d), ``y`` (n,), finite (:mod:`.validate`);
+    ``likelihood="categorical"``: ``y`` integer class labels, kept as integers."""
+    x, y = validate.check_xy(x, y, where=label, n_features=n_features, likelihood=likelihood,
+                             ndim=(2,), dtype=np.float32)  # fmt: skip
     return jnp.asarray(x), jnp.asarray(y)
 
 
@@ -68,6 +73,7 @@ def _compiled_train(
     noise_scale,
     act,
     heteroscedastic=False,
+    likelihood="gaussian",
 ):
     """One jitted, member-vectorised training program per configuration."""
     optimiser = optax.adamw(learning_rate, weight_decay=weight_decay)
@@ -75,6 +81,9 @@ def _compiled_train(
     size = min(batch_size, n_train)
 
     def loss(params, xb, yb):
+        if likelihood == "categorical":
+            logits = nets.mlp_apply(params, xb, act)
+            return models.neg_log_likelihood(logits, yb, "categorical") / yb.shape[0]
         return gaussian_nll(params, xb, yb, noise_scale, act, heteroscedastic)
 
     def one_member(key, x, y, x_val, y_val):
@@ -140,6 +149,7 @@ def train_ensemble(
     noise_scale: float | None = None,
     activation: str = "relu",
     heteroscedastic: bool = False,
+    likelihood: str = "gaussian",
 ):
     """Train a deep ensemble of ``n_members`` MLPs at once ([SAP] App. D.1, MILE warm starts).
 
@@ -153,26 +163,40 @@ def train_ensemble(
     :func:`bnn_posteriors.models.numpyro_models.mlp_regression`, ``widths`` = (d_in, hidden...,
     2), trained
     (and early-stopped) on its NLL with σ(x) = clip(exp f_1(x), 1e-6, 1e6); ``noise_scale`` must
-    then be None.
+    then be None. ``likelihood="categorical"``: classifiers, ``widths`` = (d_in, hidden...,
+    classes), trained and early-stopped on the mean categorical NLL of their softmax
+    (:func:`bnn_posteriors.models.numpyro_models.neg_log_likelihood`), ``y_*`` integer labels;
+    ``noise_scale`` must then be None.
 
     Returns ``(params, info)``: ``params`` a parameter list of :mod:`bnn_posteriors.models.nets`
     whose arrays have a leading member axis, ``W`` (members, d_in, d_out), ``b``
     (members, d_out); ``info`` holds per-member arrays (members,) ``val_nll`` (best
     validation NLL), ``best_epoch`` and ``epochs`` (epochs run).
     """
-    widths = models.regression_widths(widths, heteroscedastic)
+    validate.check_likelihood(likelihood, where="train_ensemble")
+    categorical = likelihood == "categorical"
+    if categorical:
+        widths = models.classification_widths(widths)
+        if heteroscedastic or noise_scale is not None:
+            raise ValueError(
+                "train_ensemble: classifiers have no noise scale: heteroscedastic must be False "
+                f"and noise_scale None, got {heteroscedastic!r} and {noise_scale!r}"
+            )
+    else:
+        widths = models.regression_widths(widths, heteroscedastic)
     if heteroscedastic and noise_scale is not None:
         raise ValueError(
             "train_ensemble: heteroscedastic members learn their noise scale σ(x): "
             f"noise_scale must be None, got {noise_scale!r}"
         )
     nets.activation(activation)
-    x, y = check_xy(x_train, y_train, "train_ensemble (training data)", widths[0])
-    xv, yv = check_xy(x_val, y_val, "train_ensemble (validation data)", widths[0])
+    labels = likelihood if categorical else None
+    x, y = check_xy(x_train, y_train, "train_ensemble (training data)", widths[0], labels)
+    xv, yv = check_xy(x_val, y_val, "train_ensemble (validation data)", widths[0], labels)
     n_members = positive_int("n_members", n_members)
     learning_rate = positive("learning_rate", learning_rate, where="train_ensemble")
-    fixed_noise: float | None = None  # heteroscedastic members learn σ(x)
-    if not heteroscedastic:
+    fixed_noise: float | None = None  # heteroscedastic members learn σ(x); classifiers have none
+    if not heteroscedastic and not categorical:
         fixed_noise = float(
             positive(
                 "noise_scale", 1.0 if noise_scale is None else noise_scale, where="train_ensemble"
@@ -190,6 +214,7 @@ def train_ensemble(
         fixed_noise,
         activation,
         bool(heteroscedastic),
+        likelihood,
     )
     return run(jax.random.split(rng_key, n_members), x, y, xv, yv)
 

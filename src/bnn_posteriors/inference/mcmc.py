@@ -66,7 +66,8 @@ def _compiled_nuts(
     """The jitted, chain-vectorised NUTS programs of one (model, settings, warm-up budget).
 
     Returns ``(whole, adapt, sample)``: ``whole(keys_warm, keys_draws, positions, arrays)``
-    runs the window adaptation and every draw in one program; ``adapt`` and ``sample``
+    runs the window adaptation and every draw in one program (its statistics add
+    ``warmup_num_steps``, the leapfrog steps of every adaptation step); ``adapt`` and ``sample``
     split it at the end of the adaptation so that the draws can run in resumable chunks
     (``sample(state, tuned, keys_draws, arrays)`` continues from ``state``). Data arrays
     are arguments, not constants, so new data of the same shape and new keys reuse the
@@ -78,15 +79,19 @@ def _compiled_nuts(
         kwargs = {**dict(static), **arrays}
         return lambda z: -potential_energy(model, (), kwargs, z)
 
-    def adapt(key_w, position, arrays):
+    def adapt_with_steps(key_w, position, arrays):
         run = blackjax.window_adaptation(
             blackjax.nuts,
             logdensity_of(arrays),
             target_acceptance_rate=target,
             max_num_doublings=max_doublings,
         ).run
-        (state, params), _ = run(key_w, position, num_steps=num_warmup)
-        return tuple(state), {k: params[k] for k in ("step_size", "inverse_mass_matrix")}
+        (state, params), info = run(key_w, position, num_steps=num_warmup)
+        tuned = {k: params[k] for k in ("step_size", "inverse_mass_matrix")}
+        return tuple(state), tuned, info.info.num_integration_steps
+
+    def adapt(key_w, position, arrays):
+        return adapt_with_steps(key_w, position, arrays)[:2]
 
     def sample(state, tuned, keys, arrays):
         kernel = blackjax.nuts(logdensity_of(arrays), **tuned, max_num_doublings=max_doublings).step
@@ -110,7 +115,9 @@ def _compiled_nuts(
         return tuple(state), samples, stats  # tuples: a cached unit stores no NamedTuple
 
     def whole(key_w, keys, position, arrays):
-        return sample(*adapt(key_w, position, arrays), keys, arrays)[1:]
+        state, tuned, warmup_steps = adapt_with_steps(key_w, position, arrays)
+        _, samples, stats = sample(state, tuned, keys, arrays)
+        return samples, {**stats, "warmup_num_steps": warmup_steps}
 
     return (
         jax.jit(jax.vmap(whole, in_axes=(0, 0, 0, None))),
@@ -139,6 +146,7 @@ def nuts(
     progress: bool = False,
     thinning: int = 1,
     mesh=None,
+    warmup_stats: bool = False,
 ):
     """NUTS by BlackJAX with per-chain window adaptation, chains in ``vmap``.
 
@@ -166,9 +174,17 @@ def nuts(
     (keys, starts and sampler states split along the chain axis, data replicated; a chain
     count the devices do not divide is padded and the padding dropped), so several devices
     or a GPU run more chains in one program; None: one device, as before.
+
+    ``warmup_stats``: ``stats`` also hold ``warmup_num_steps`` (chains, num_warmup), the
+    leapfrog steps of every adaptation step, so that a caller can count every gradient the
+    run spent; only for a run in one program (no ``chunk_size``, no ``cache_dir``).
     """
     _check_inputs("nuts", model_kwargs, num_chains, num_warmup, num_samples, 1)  # adaptation
     directory = cache.cache_location(cache_dir)
+    if warmup_stats and (chunk_size is not None or directory is not None):
+        raise ValueError(
+            "nuts: warmup_stats needs a run in one program: chunk_size and cache_dir must be unset"
+        )
     validate.positive_int("max_num_doublings", max_num_doublings, where="nuts")
     thinning = validate.positive_int("thinning", thinning, where="nuts")
     if chunk_size is not None:
@@ -205,7 +221,10 @@ def nuts(
 
         arrays = sharding.replicate(arrays, mesh)
     if chunk_size is None and directory is None:
-        return _first_chains(whole(keys_warm, keys, init_positions, arrays), num_chains)
+        samples, stats = whole(keys_warm, keys, init_positions, arrays)
+        if not warmup_stats:
+            stats = {k: v for k, v in stats.items() if k != "warmup_num_steps"}
+        return _first_chains((samples, stats), num_chains)
     settings = dict(model=f"{model.__module__}.{model.__qualname__}", static=repr(static),
                     num_warmup=num_warmup, target=float(target_acceptance_rate),
                     max_num_doublings=max_num_doublings)  # fmt: skip

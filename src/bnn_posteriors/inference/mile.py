@@ -11,7 +11,8 @@ The chains run in one program, vectorised and sharded over all devices
 (:func:`log_density`), or,
 with ``heteroscedastic=True``, of its two-output model y ~ N(f_0(x), σ(x)²), σ(x) =
 clip(exp f_1(x), 1e-6, 1e6): the authors' ``regr`` task of [SAP] Figs. 1, 5, 7, whose
-positions have no ``log_sigma`` site.
+positions have no ``log_sigma`` site; or, with ``likelihood="categorical"``, of the classifier
+:func:`bnn_posteriors.models.numpyro_models.mlp_classification` (no ``log_sigma`` site either).
 
 Long runs resume: with ``cache_dir`` each chain's tuning and each chain's sampling is a
 unit of :func:`bnn_posteriors.store.cache.cached` under version :data:`CACHE_VERSION`, so an
@@ -57,6 +58,7 @@ from bnn_posteriors.inference.sharding import (  # noqa: F401  (re-exported, see
 from bnn_posteriors.models import nets
 from bnn_posteriors.models import numpyro_models as models
 from bnn_posteriors.store import cache
+from bnn_posteriors.util import validate
 from bnn_posteriors.util.validate import positive, positive_int
 
 # Version of the cached units "mile-tune" and "mile-sample" (bnn_posteriors.store.cache): bump it
@@ -74,6 +76,7 @@ def log_density(
     prior_scale=1.0,
     activation: str = "relu",
     heteroscedastic: bool = False,
+    likelihood: str = "gaussian",
 ):
     """log p(y, θ) of mean regression with log σ sampled ([SAP] §5, App. D.1).
 
@@ -82,14 +85,22 @@ def log_density(
     (``noise_scale=None``).
     ``position``: dict of sites ``W{i}`` (d_in, d_out), ``b{i}`` (d_out,), ``log_sigma`` ().
     ``heteroscedastic``: the two-output model, y_i ~ N(f_0(x_i), σ(x_i)²) with σ(x) =
-    clip(exp f_1(x), 1e-6, 1e6); no ``log_sigma`` site.
+    clip(exp f_1(x), 1e-6, 1e6); no ``log_sigma`` site. ``likelihood="categorical"``: the
+    classifier y_i ~ Categorical(softmax f_θ(x_i)), ``y`` integer labels; no ``log_sigma`` site.
     """
-    spec = models.MLP(widths, activation=activation, prior_scale=prior_scale,
-                      heteroscedastic=heteroscedastic)  # fmt: skip
+    spec = models.MLP(widths, likelihood=likelihood, activation=activation,
+                      prior_scale=prior_scale, heteroscedastic=heteroscedastic)  # fmt: skip
     return -potential_energy(spec.model, (), spec.kwargs(x, y), position)
 
 
-def warm_start_positions(params: list[dict], log_sigma=None, heteroscedastic: bool = False) -> dict:
+def _has_log_sigma(heteroscedastic: bool, likelihood: str) -> bool:
+    """Whether the model's positions have the site ``log_sigma`` (mean regression only)."""
+    return likelihood == "gaussian" and not heteroscedastic
+
+
+def warm_start_positions(
+    params: list[dict], log_sigma=None, heteroscedastic: bool = False, likelihood: str = "gaussian"
+) -> dict:
     """Ensemble parameters (leading member axis) → MCMC positions (leading chain axis).
 
     Sites ``W{i}``, ``b{i}`` and ``log_sigma`` (members,), as :func:`log_density` and
@@ -98,12 +109,14 @@ def warm_start_positions(params: list[dict], log_sigma=None, heteroscedastic: bo
     ``heteroscedastic``: members with two outputs
     (:func:`~bnn_posteriors.inference.ensembles.train_ensemble` with
     ``heteroscedastic=True``); the positions then have no ``log_sigma`` site, and
-    ``log_sigma`` must be None.
+    ``log_sigma`` must be None; so for ``likelihood="categorical"`` (classifiers).
     """
     if not isinstance(params, (list, tuple)) or not params:
         raise TypeError("params must be a non-empty list of layer dicts with a member axis")
     if heteroscedastic and log_sigma is not None:
         raise ValueError("heteroscedastic positions have no log_sigma site: log_sigma must be None")
+    if likelihood == "categorical" and log_sigma is not None:
+        raise ValueError("classifier positions have no log_sigma site: log_sigma must be None")
     n = params[0]["W"].shape[0]
     position = {}
     for i, layer in enumerate(params):
@@ -116,6 +129,8 @@ def warm_start_positions(params: list[dict], log_sigma=None, heteroscedastic: bo
         models.regression_widths(
             [params[0]["W"].shape[1], *(p["W"].shape[2] for p in params)], True
         )
+    elif likelihood == "categorical":
+        models.classification_widths([params[0]["W"].shape[1], *(p["W"].shape[2] for p in params)])
     else:
         log_sigma = 0.0 if log_sigma is None else log_sigma
         position["log_sigma"] = jnp.broadcast_to(jnp.asarray(log_sigma, jnp.float32), (n,))
@@ -160,18 +175,20 @@ def predict(samples: dict, x, activation: str = "relu"):
 
 
 @functools.lru_cache(maxsize=64)
-def _unravel(widths: tuple, heteroscedastic: bool = False):
+def _unravel(widths: tuple, heteroscedastic: bool = False, likelihood: str = "gaussian"):
     """Flat vector → sites of the MLP with ``widths`` (the order of ``ravel_pytree``)."""
-    return ravel_pytree(_site_shapes(widths, heteroscedastic))[1]
+    return ravel_pytree(_site_shapes(widths, heteroscedastic, likelihood))[1]
 
 
-def _flat_logdensity(x, y, prior_scale, widths, activation, heteroscedastic=False):
-    unravel = _unravel(widths, heteroscedastic)
+def _flat_logdensity(
+    x, y, prior_scale, widths, activation, heteroscedastic=False, likelihood="gaussian"
+):
+    unravel = _unravel(widths, heteroscedastic, likelihood)
 
     def logdensity(z):
         return log_density(
             unravel(z), x, y, widths=widths, prior_scale=prior_scale, activation=activation,
-            heteroscedastic=heteroscedastic,
+            heteroscedastic=heteroscedastic, likelihood=likelihood,
         )  # fmt: skip
 
     return logdensity
@@ -218,6 +235,7 @@ def run_bde(
     progress: bool = False,
     cache_dir: bool | Path | None = False,
     heteroscedastic: bool = False,
+    likelihood: str = "gaussian",
 ):
     """Bayesian deep ensemble by MILE: one tuned MCLMC chain per warm start ([SAP] App. D.1).
 
@@ -232,7 +250,9 @@ def run_bde(
     directory (:func:`bnn_posteriors.store.cache.cache_location`): each chain's tuning and
     sampling is then a resumable unit (version :data:`CACHE_VERSION`). ``heteroscedastic``:
     the two-output model of :func:`log_density` (``widths`` = (d_in, hidden..., 2)); warm
-    starts and samples then have no ``log_sigma`` site.
+    starts and samples then have no ``log_sigma`` site; so with ``likelihood="categorical"``
+    (the classifier of :func:`log_density`, ``widths`` = (d_in, hidden..., classes), ``y_train``
+    integer labels).
 
     Returns a dict: ``samples`` (sites ``W{i}``, ``b{i}``, ``log_sigma`` with shape
     (chains, sampling_steps // thinning, ...)), ``logdensity`` (chains, samples),
@@ -241,9 +261,13 @@ def run_bde(
     """
     widths = nets.check_widths(widths)
     directory = cache.cache_location(cache_dir)
+    validate.check_likelihood(likelihood, where="run_bde")
+    categorical = likelihood == "categorical"
+    if categorical:
+        models.MLP(widths, likelihood=likelihood, heteroscedastic=heteroscedastic)  # checked
     if heteroscedastic:
         models.regression_widths(widths, True)
-    x, y = check_xy(x_train, y_train, "run_bde", widths[0])
+    x, y = check_xy(x_train, y_train, "run_bde", widths[0], likelihood if categorical else None)
     scales = np.asarray(prior_scale, dtype=np.float64)
     if scales.ndim > 1:
         raise ValueError(f"prior_scale must be a number or one per chain, got shape {scales.shape}")
@@ -253,21 +277,24 @@ def run_bde(
     thinning = positive_int("thinning", thinning)
     sampling_steps = positive_int("sampling_steps", sampling_steps, thinning)
     n_kept = sampling_steps // thinning
-    chain_site = "W0" if heteroscedastic else "log_sigma"  # a site that gives the chain count
+    # a site that gives the chain count
+    chain_site = "log_sigma" if _has_log_sigma(heteroscedastic, likelihood) else "W0"
     if not isinstance(warm_starts, dict) or chain_site not in warm_starts:
         raise TypeError("warm_starts must be a dict of sites with a leading chain axis")
     n_chains = warm_starts[chain_site].shape[0]
     if scales.ndim == 1 and scales.shape[0] != n_chains:
         raise ValueError(f"prior_scale has {scales.shape[0]} entries for {n_chains} chains")
     template = jax.tree.map(lambda a: a[0], warm_starts)
-    shapes = {k: v.shape for k, v in _site_shapes(widths, heteroscedastic).items()}
+    shapes = {k: v.shape for k, v in _site_shapes(widths, heteroscedastic, likelihood).items()}
     if {k: jnp.shape(v) for k, v in template.items()} != shapes:
         raise ValueError(f"warm_starts do not match widths {widths}: expected sites {shapes}")
-    unravel = _unravel(widths, heteroscedastic)
+    unravel = _unravel(widths, heteroscedastic, likelihood)
     z0 = jax.vmap(lambda p: ravel_pytree(p)[0])(warm_starts)
     if not bool(jnp.all(jnp.isfinite(z0))):
         raise ValueError("warm_starts must be finite")
-    spec = (widths, activation, True) if heteroscedastic else (widths, activation)
+    spec: tuple = (widths, activation, True) if heteroscedastic else (widths, activation)
+    if categorical:
+        spec = (widths, activation, False, likelihood)
     mesh = sharding.chain_mesh(devices)
     xr, yr = sharding.replicate((x, y), mesh)
     per_chain = scales.ndim == 1
@@ -282,6 +309,8 @@ def run_bde(
     }
     if heteroscedastic:  # only then: the keys of cached mean-regression units stay valid
         config["heteroscedastic"] = True
+    if categorical:  # likewise
+        config["likelihood"] = likelihood
     if directory is None and not progress:
         keys_s, _ = sharding.shard_chains(keys, mesh)
         z_s, _ = sharding.shard_chains(z0, mesh)
@@ -339,12 +368,12 @@ def run_bde(
     }
 
 
-def _site_shapes(widths, heteroscedastic: bool = False) -> dict:
+def _site_shapes(widths, heteroscedastic: bool = False, likelihood: str = "gaussian") -> dict:
     shapes = {}
     for i, (a, b) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
         shapes[f"W{i}"] = jnp.zeros((a, b))
         shapes[f"b{i}"] = jnp.zeros((b,))
-    if not heteroscedastic:
+    if _has_log_sigma(heteroscedastic, likelihood):
         shapes["log_sigma"] = jnp.zeros(())
     return shapes
 

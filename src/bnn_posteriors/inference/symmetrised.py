@@ -261,14 +261,14 @@ class SymmetrisedELBO(TraceMeanField_ELBO):
 @functools.partial(
     jax.jit,
     static_argnames=("num_steps", "learning_rate", "num_particles", "num_perms", "init_scale",
-                     "spec"),
+                     "spec", "by_site"),
 )  # fmt: skip
 def _fit(
     rng_key, x, y, mi_weight, *, num_steps, learning_rate, num_particles, num_perms, init_scale,
-    spec,
+    spec, by_site=False,
 ):  # fmt: skip
     """One run of the model ``spec`` (:class:`.models.MLP`): q (a :class:`.mean_field.MeanField`
-    by layer) and the losses (num_steps,)."""
+    by layer, or by the model's sites if ``by_site``) and the losses (num_steps,)."""
     k_init, k_steps = jax.random.split(rng_key)
     start = mean_field.init(k_init, spec.widths, init_scale=init_scale)
     guide = vi.mean_field_guide(
@@ -286,7 +286,7 @@ def _fit(
         init_params=mean_field.to_auto_normal(start),
         elbo=SymmetrisedELBO(mi_weight, num_particles=num_particles, num_perms=num_perms),
     )
-    return mean_field.from_auto_normal(params, mlp=True), losses
+    return mean_field.from_auto_normal(params, mlp=not by_site), losses
 
 
 def fit_mean_field(
@@ -302,9 +302,10 @@ def fit_mean_field(
     num_perms: int | None = None,
     prior_scale: float = 1.0,
     likelihood: str = "gaussian",
-    noise_scale: float = 1.0,
+    noise_scale: float | None = 1.0,
     activation: str = "relu",
     init_scale: float = 0.1,
+    by_site: bool = False,
 ):
     """Fit plain (λ = 0) and symmetrised (λ = 1) MFVI, vectorised over runs with ``jax.vmap``.
 
@@ -315,6 +316,11 @@ def fit_mean_field(
     (:func:`.mean_field.init`); ``widths`` = (d_in, H, d_out), one hidden layer.
     Returns ``(q, losses)``: q a :class:`.mean_field.MeanField` by layer with a leading (R,)
     axis on every leaf, losses (R, num_steps) = −(ELBO + λ·I) along the way.
+
+    ``noise_scale`` None samples the Gaussian likelihood's σ (log σ ~ N(0, 1), the site
+    ``log_sigma`` of :class:`.models.MLP`; q then has a factor over it, which I ignores: g
+    leaves σ unchanged). ``by_site`` returns q over the model's sample sites (``W0``, ``b0``,
+    ..., ``log_sigma``) instead of the layer list, so that the factor of σ is kept.
     """
     where = "fit_mean_field"
     widths = nets.check_widths(widths)
@@ -332,7 +338,8 @@ def fit_mean_field(
         raise ValueError(f"num_perms (K) must be at least 2, got {num_perms}")
     for name, scale in (("learning_rate", learning_rate), ("prior_scale", prior_scale),
                         ("noise_scale", noise_scale), ("init_scale", init_scale)):  # fmt: skip
-        validate.positive(name, scale, where=where)
+        if not (name == "noise_scale" and scale is None):
+            validate.positive(name, scale, where=where)
     x, y = map(jnp.asarray, validate.check_xy(x, y, where=where, ndim=(2,)))
     if likelihood == "categorical":
         y = y.astype(jnp.int32)
@@ -343,7 +350,7 @@ def fit_mean_field(
             f"rng_keys {rng_keys.shape} and mi_weights {mi_weights.shape} need one row per run"
         )
     spec = MLP(widths, likelihood, activation, prior_scale=float(prior_scale),
-               noise_scale=float(noise_scale))  # fmt: skip
+               noise_scale=None if noise_scale is None else float(noise_scale))  # fmt: skip
     settings = dict(
         num_steps=num_steps,
         learning_rate=float(learning_rate),
@@ -351,6 +358,7 @@ def fit_mean_field(
         num_perms=num_perms,
         init_scale=float(init_scale),
         spec=spec,
+        by_site=bool(by_site),
     )
     return jax.vmap(lambda k, lam: _fit(k, x, y, lam, **settings))(rng_keys, mi_weights)
 

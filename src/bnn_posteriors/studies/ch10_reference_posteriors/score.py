@@ -1,0 +1,199 @@
+"""Score every approximation of the book against the reference posteriors (chapter 10).
+
+For each problem (:mod:`.problems`), method (:data:`METHODS`) and seed, the method is fitted
+(:mod:`.approximations`, :mod:`.samplers`: a :class:`.fits.MethodFit`) and its predictive at
+the test inputs is compared with the committed reference (:func:`reference_predictive`):
+fidelity (:func:`bnn_posteriors.evaluation.fidelity.fidelity`: agreement and total
+variation for classification, W2 and KS for regression), the test scores against the labels
+(LPPD, RMSE or accuracy and ECE) and the cost in FLOPs (gradient evaluations times
+:func:`bnn_posteriors.evaluation.cost.gradient_flops`, plus the method's dense algebra).
+Each (problem, method, seed) is one part of :mod:`bnn_posteriors.store.parts`, so a long run
+resumes where it stopped and the chapter reads the committed parts.
+"""
+
+from __future__ import annotations
+
+import functools
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from bnn_posteriors.evaluation import cost, diagnostics, fidelity
+from bnn_posteriors.store import parts
+from bnn_posteriors.store import reference as reference_store
+from bnn_posteriors.studies.ch10_reference_posteriors import approximations, problems, samplers
+from bnn_posteriors.studies.ch10_reference_posteriors.fits import DoesNotApply, MethodFit
+from bnn_posteriors.util import validate
+
+VERSION = 1  # of the scoring: a part computed by another version is computed again
+
+METHODS: dict[str, Callable[..., MethodFit]] = {
+    "MAP": approximations.map_point,
+    "MFVI": approximations.mfvi,
+    "tempered MFVI": approximations.tempered_mfvi,
+    "symmetrised VI": approximations.symmetrised_vi,
+    "sampled LA": approximations.sampled_laplace,
+    "linearised LA": approximations.linearised_laplace,
+    "null-space LA": approximations.null_space_laplace,
+    "VIKING": approximations.viking,
+    "MetricBNN": samplers.metricbnn,
+    "deep ensemble": samplers.deep_ensemble,
+    "MILE, 1 chain": functools.partial(samplers.mile, num_chains=1),
+    "MILE, 10 chains": functools.partial(samplers.mile, num_chains=10),
+    "NUTS, 1 chain": samplers.single_nuts,
+}
+
+
+def reference_predictive(arrays: Mapping[str, np.ndarray], points: str = "test") -> dict:
+    """The reference predictive at the set of ``points`` from the arrays of
+    :func:`bnn_posteriors.store.reference.read_reference`: ``{"f", "noise_scale"}`` or
+    ``{"probs"}``, each with the axes (chain, draw, ...)."""
+    keys = {k[len(points) + 1 :]: v for k, v in arrays.items() if k.startswith(f"{points}_")}
+    keys.pop("x", None)  # the inputs
+    keys.pop("y", None)  # the labels
+    if not keys:
+        raise ValueError(f"the reference holds no predictive at the points {points!r}")
+    return keys
+
+
+def method_key(seed: int, problem: str, method: str):
+    """The key of one fit: ``PRNGKey(seed)`` folded with the CRC-32 of problem and method."""
+    seed = validate.positive_int("seed", seed, 0, where="method_key")
+    tag = zlib.crc32(f"{problem}/{method}".encode()) % 2**31
+    return jax.random.fold_in(jax.random.PRNGKey(seed), tag)
+
+
+def grid_summary(predictive: Mapping) -> dict[str, list]:
+    """What the figures show at the grid: regression the mean and sd of the predictive of y
+    (the mixture's), classification the mean probability of class 1."""
+    p = fidelity.pooled(predictive)
+    if "probs" in p:
+        return {"probs1": p["probs"][..., 1].mean(axis=0).tolist()}
+    mean = p["f"].mean(axis=0)
+    var = p["f"].var(axis=0) + (p["noise_scale"] ** 2).mean(axis=0)
+    return {"mean": mean.tolist(), "sd": np.sqrt(var).tolist()}
+
+
+def score_fit(prob: problems.Problem, reference: Mapping, fit: MethodFit) -> dict:
+    """Fidelity of ``fit`` to ``reference`` (the test predictive), its test scores and cost."""
+    test = fit.predictive["test"]
+    flops = fit.gradient_evaluations * cost.gradient_flops(prob.spec, prob.x_train, prob.y_train)
+    row: dict = {
+        **fidelity.fidelity(test, reference),
+        **fidelity.predictive_scores(test, prob.y_test),
+        "gradient_evaluations": float(fit.gradient_evaluations),
+        "flops": float(flops + fit.extra_flops),
+    }
+    if "grid" in fit.predictive:
+        row["grid"] = grid_summary(fit.predictive["grid"])
+    return row
+
+
+def part_name(problem: str, method: str, seed: int) -> str:
+    """The file stem of one part: ``<problem>__<method slug>__s<seed>``."""
+    slug = "".join(c if c.isalnum() else "_" for c in method.lower()).strip("_")
+    return f"{problem}__{slug}__s{seed}"
+
+
+def score(
+    problem: str,
+    method: str,
+    seed: int,
+    settings: Mapping,
+    *,
+    directory: Path | str | None = None,
+    profile: str | None = None,
+    reference_dir: Path | str | None = None,
+) -> dict:
+    """The scored fit of ``method`` (a key of :data:`METHODS`) on ``problem`` with ``seed``
+    and the method's ``settings`` (keyword arguments), read from ``directory`` if a part
+    there holds the same settings and reference, else computed and written there.
+
+    A method that does not apply to the problem (its :class:`.fits.DoesNotApply`) gives a row with
+    ``applies: False`` and the reason.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; the methods are {', '.join(METHODS)}")
+    arrays, record = reference_store.read_reference(problem, reference_dir)
+    part_settings = {"problem": problem, "method": method, "seed": seed,
+                     "method_settings": dict(settings), "reference_sha256": record["sha256"],
+                     "version": VERSION}  # fmt: skip
+
+    def compute() -> dict:
+        prob = problems.problem(problem)
+        try:
+            fit = METHODS[method](method_key(seed, problem, method), prob, **settings)
+        except DoesNotApply as error:
+            return {"applies": False, "reason": str(error)}
+        return {"applies": True, **score_fit(prob, reference_predictive(arrays), fit)}
+
+    path = (
+        None if directory is None else parts.part_path(directory, part_name(problem, method, seed))
+    )
+    return {**parts.resumed_part(path, part_settings, compute, profile=profile),
+            "settings": part_settings}  # fmt: skip
+
+
+def scoreboard(
+    problem_names: Sequence[str],
+    methods: Mapping[str, Mapping],
+    seeds: Sequence[int],
+    *,
+    directory: Path | str | None,
+    profile: str | None,
+    reference_dir: Path | str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict]:
+    """:func:`score` of every problem × method × seed (``methods``: name → its settings),
+    problems outer, seeds inner; each finished part is written at once, so an interrupted
+    run resumes. ``progress`` gets one line per part."""
+    rows = []
+    total = len(problem_names) * len(methods) * len(seeds)
+    for problem in problem_names:
+        for method, settings in methods.items():
+            for seed in seeds:
+                row = score(problem, method, seed, settings, directory=directory,
+                            profile=profile, reference_dir=reference_dir)  # fmt: skip
+                rows.append(row)
+                if progress is not None:
+                    done = "read" if row.get("read") else "computed"
+                    progress(f"[{len(rows)}/{total}] {problem} · {method} · seed {seed}: {done}")
+    return rows
+
+
+def reference_floor(problem: str, reference_dir: Path | str | None = None) -> dict:
+    """The reference's own Monte Carlo floor: the fidelity between its two halves of chains
+    (:func:`bnn_posteriors.evaluation.fidelity.split_chains`), and its test scores."""
+    arrays, _ = reference_store.read_reference(problem, reference_dir)
+    ref = reference_predictive(arrays)
+    first, second = fidelity.split_chains(ref)
+    return {**fidelity.fidelity(first, second),
+            **fidelity.predictive_scores(ref, problems.problem(problem).y_test)}  # fmt: skip
+
+
+def leaderboard(rows: Sequence[Mapping], metrics: Sequence[str]) -> dict:
+    """Per (problem, method) over seeds: the mean and 95 % Student-t interval of each metric
+    (``diagnostics.mean_interval``; one seed: the value, no interval)."""
+    table: dict = {}
+    for row in rows:
+        if not row.get("applies", True):
+            continue
+        key = (row["settings"]["problem"], row["settings"]["method"])
+        table.setdefault(key, []).append(row)
+    out = {}
+    for key, group in table.items():
+        entry: dict = {}
+        for m in metrics:
+            if m not in group[0]:
+                continue
+            values = np.array([r[m] for r in group], dtype=np.float64)
+            if len(values) > 1:
+                entry[m] = diagnostics.mean_interval(values)
+            else:
+                entry[m] = (float(values[0]), float("nan"), float("nan"))
+        entry["seeds"] = len(group)
+        out[key] = entry
+    return out

@@ -1,0 +1,83 @@
+"""Tests of bnn_posteriors.evaluation.fidelity: distances to a reference predictive against
+closed forms."""
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from bnn_posteriors.evaluation import fidelity
+
+
+def gaussian(mean, sd, n=3, draws=1):
+    """A regression predictive of ``draws`` identical draws N(mean, sd²) at n inputs."""
+    return {"f": np.full((draws, n), mean), "noise_scale": np.full(draws, sd)}
+
+
+def test_pooled_merges_the_leading_axes_and_broadcasts_sigma():
+    ref = {"f": np.zeros((4, 5, 3)), "noise_scale": np.ones((4, 5))}
+    p = fidelity.pooled(ref)
+    assert p["f"].shape == (20, 3) and p["noise_scale"].shape == (20, 3)
+    assert fidelity.pooled({"probs": np.full((2, 3, 4, 5), 0.2)})["probs"].shape == (6, 4, 5)
+    with pytest.raises(ValueError, match="noise_scale must be"):
+        fidelity.pooled({"f": np.zeros((4, 3)), "noise_scale": np.ones(3)})
+    with pytest.raises(ValueError, match="positive"):
+        fidelity.pooled({"f": np.zeros((4, 3)), "noise_scale": np.zeros(4)})
+    with pytest.raises(ValueError, match="holds 'probs'"):
+        fidelity.pooled({"mean": np.zeros(3)})
+
+
+def test_agreement_and_total_variation():
+    ref = np.array([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]])
+    assert fidelity.agreement(ref, ref) == 1.0 and fidelity.total_variation(ref, ref) == 0.0
+    flipped = ref[:, ::-1]
+    assert fidelity.agreement(flipped[:2], ref[:2]) == 0.0
+    assert fidelity.total_variation(flipped, ref) == pytest.approx((0.8 + 0.6 + 0.0) / 3)
+    with pytest.raises(ValueError, match="one shape"):
+        fidelity.agreement(ref, ref[:2])
+
+
+def test_w2_and_ks_of_gaussians_match_their_closed_forms():
+    # equal sds: W2 = |μ − μ'|, KS = 2Φ(|μ − μ'| / 2σ) − 1; equal means: W2 = |σ − σ'|
+    d = fidelity.regression_distances(gaussian(0.0, 1.0), gaussian(1.0, 1.0))
+    np.testing.assert_allclose(d["w2"], 1.0, rtol=1e-3)
+    np.testing.assert_allclose(d["ks"], 2 * stats.norm.cdf(0.5) - 1, atol=2e-3)
+    d = fidelity.regression_distances(gaussian(0.0, 1.0), gaussian(0.0, 2.0))
+    np.testing.assert_allclose(d["w2"], 1.0, rtol=2e-2)  # the midpoint rule misses the far tails
+    same = fidelity.regression_distances(gaussian(0.3, 0.5, draws=4), gaussian(0.3, 0.5))
+    np.testing.assert_allclose(same["w2"], 0.0, atol=1e-9)
+    np.testing.assert_allclose(same["ks"], 0.0, atol=1e-12)
+
+
+def test_a_bimodal_reference_is_far_from_either_of_its_modes():
+    modes = {"f": np.array([[-2.0], [2.0]]), "noise_scale": np.array([0.3, 0.3])}
+    one = {"f": np.array([[2.0]]), "noise_scale": np.array([0.3])}
+    d = fidelity.regression_distances(one, modes)
+    assert d["ks"][0] == pytest.approx(0.5, abs=1e-3)  # half the mass sits at the other mode
+    # W2² = ∫ (F⁻¹ − G⁻¹)² du; the modes are 13 sd apart, so the mixture's quantile at u < ½ is
+    # N(−2, 0.3²)'s at 2u and at u > ½ N(2, 0.3²)'s at 2u − 1
+    q = stats.norm(2.0, 0.3).ppf
+    low = integrate.quad(lambda u: (q(u) - stats.norm(-2.0, 0.3).ppf(2 * u)) ** 2, 0, 0.5)[0]
+    high = integrate.quad(lambda u: (q(u) - q(2 * u - 1)) ** 2, 0.5, 1)[0]
+    assert d["w2"][0] == pytest.approx(np.sqrt(low + high), rel=1e-2)
+
+
+def test_fidelity_scores_and_split():
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(3), size=(4, 10, 6))  # (chain, draw, n, C)
+    ref = {"probs": probs}
+    assert fidelity.fidelity(ref, ref) == {"agreement": 1.0, "total_variation": 0.0}
+    a, b = fidelity.split_chains(ref)
+    assert a["probs"].shape == b["probs"].shape == (2, 10, 6, 3)
+    floor = fidelity.fidelity(a, b)
+    assert 0 < floor["total_variation"] < 0.2
+    with pytest.raises(ValueError, match="classifier"):
+        fidelity.fidelity(ref, gaussian(0.0, 1.0, n=6))
+    labels = probs.mean(axis=(0, 1)).argmax(-1)
+    s = fidelity.predictive_scores(ref, labels)
+    assert s["accuracy"] == 1.0 and s["lppd"] < 0 and 0 <= s["ece"] <= 1
+    reg = gaussian(0.5, 2.0, n=4)
+    s = fidelity.predictive_scores(reg, np.full(4, 0.5))
+    assert s["rmse"] == 0.0
+    assert s["lppd"] == pytest.approx(stats.norm.logpdf(0.0, scale=2.0))
+    with pytest.raises(ValueError, match="at least 2 chains"):
+        fidelity.split_chains({"probs": probs[:1]})

@@ -1,0 +1,209 @@
+"""Tests of chapter 10's Gaussian approximations around a mode: the predictive format of every
+method on a tiny regression and a tiny classification, determinism, and one behaviour per method
+that a broken method would fail."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from bnn_posteriors.inference import laplace as la
+from bnn_posteriors.inference import viking as vk
+from bnn_posteriors.models.numpyro_models import MLP
+from bnn_posteriors.studies.ch10_reference_posteriors import approximations as ap
+from bnn_posteriors.studies.ch10_reference_posteriors import problems
+from bnn_posteriors.studies.ch10_reference_posteriors.fits import MethodFit
+
+RNG = np.random.default_rng(0)
+X = RNG.uniform(-2, 2, size=(100, 1)).astype(np.float32)
+Y = (np.sin(2 * X[:, 0]) + 0.1 * RNG.normal(size=100)).astype(np.float32)
+FAR = np.array([[-6.0], [-5.0], [5.0], [6.0]], np.float32)
+X2 = RNG.uniform(-2, 2, size=(30, 2)).astype(np.float32)
+LABELS = np.argmax(np.stack([X2[:, 0], X2[:, 1], -X2.sum(1)], 1), 1).astype(np.int32)
+
+
+def _problem(kind: str) -> problems.Problem:
+    """Tiny problems whose test points are 10 training points and whose grid lies far away:
+    a 1–8–1 regression (P = 25) on 100 points, a 2–4–3 classifier on 30."""
+    if kind == "regression":
+        mlp = MLP((1, 8, 1), activation="tanh")
+        return problems.Problem("reg", "tiny regression", mlp, X, Y, X[:10], Y[:10], FAR)
+    mlp = MLP((2, 4, 3), likelihood="categorical", activation="tanh")
+    return problems.Problem("cls", "tiny classification", mlp, X2, LABELS, X2[:10], LABELS[:10],
+                            4 * X2[:4])  # fmt: skip
+
+
+REG, CLS = _problem("regression"), _problem("classification")
+S = 300
+VI = dict(num_steps=1500, num_particles=2, learning_rate=0.03, num_samples=S)  # compile-bound
+MAP = dict(map_steps=600, map_learning_rate=0.03, num_samples=S)
+SETTINGS = {
+    "map_point": dict(num_steps=600, learning_rate=0.03),
+    "mfvi": VI,
+    "tempered_mfvi": VI,
+    "symmetrised_vi": {**VI, "num_perms": 4},
+    "sampled_laplace": MAP,
+    "linearised_laplace": MAP,
+    "null_space_laplace": MAP,
+    "viking": {**MAP, "num_steps": 100, "num_mc_samples": 4},
+}
+KEY = jax.random.PRNGKey(3)
+
+
+@functools.cache
+def fit(method: str, kind: str, seed: int = 3) -> MethodFit:
+    prob = REG if kind == "regression" else CLS
+    return getattr(ap, method)(jax.random.PRNGKey(seed), prob, **SETTINGS[method])
+
+
+@pytest.mark.parametrize("kind", ["regression", "classification"])
+@pytest.mark.parametrize("method", list(SETTINGS))
+def test_predictive_format_and_cost(method, kind):
+    prob = REG if kind == "regression" else CLS
+    out = fit(method, kind)
+    assert set(out.predictive) == set(prob.points())
+    draws = 1 if method == "map_point" else S
+    for name, x in prob.points().items():
+        pred = out.predictive[name]
+        if kind == "regression":
+            assert set(pred) == {"f", "noise_scale"}
+            assert pred["f"].shape == (draws, len(x)) and pred["noise_scale"].shape == (draws,)
+            assert np.all(pred["noise_scale"] > 0)
+        else:
+            assert set(pred) == {"probs"} and pred["probs"].shape == (draws, len(x), 3)
+            np.testing.assert_allclose(pred["probs"].sum(-1), 1.0, atol=1e-5)
+        assert all(np.all(np.isfinite(v)) for v in pred.values())
+    assert out.gradient_evaluations > 0
+    if method not in ("map_point", "mfvi", "tempered_mfvi"):
+        assert out.extra_flops > 0  # an eigh, an SVD or the I term
+
+
+@pytest.mark.parametrize("method", list(SETTINGS))
+def test_same_key_same_fit(method):
+    a, b = fit(method, "regression"), getattr(ap, method)(KEY, REG, **SETTINGS[method])
+    for name in a.predictive:
+        for k in a.predictive[name]:
+            np.testing.assert_array_equal(a.predictive[name][k], b.predictive[name][k])
+    assert (a.gradient_evaluations, a.extra_flops) == (b.gradient_evaluations, b.extra_flops)
+
+
+@pytest.mark.parametrize("method", ["map_point", "mfvi"])  # compiled once: another key is cheap
+def test_another_key_another_fit(method):
+    other = fit(method, "regression", seed=4).predictive["test"]["f"]
+    assert not np.allclose(other, fit(method, "regression").predictive["test"]["f"])
+
+
+def _train_rmse(out: MethodFit) -> float:  # the test points are training points
+    return float(np.sqrt(np.mean((out.predictive["test"]["f"].mean(0) - Y[:10]) ** 2)))
+
+
+def _sd(out: MethodFit, name: str) -> float:
+    return float(out.predictive[name]["f"].std(0).mean())
+
+
+def test_map_fits_the_training_data_and_its_sigma_is_the_residuals():
+    out = fit("map_point", "regression")
+    assert _train_rmse(out) < 0.3 * Y.std()
+    sigma = out.predictive["test"]["noise_scale"][0]
+    assert 0.05 < sigma < 0.3 * Y.std()  # the residuals' RMS (data noise 0.1), not Y's sd
+    probs = fit("map_point", "classification").predictive["test"]["probs"][0]
+    assert (probs.argmax(-1) == LABELS[:10]).mean() >= 0.9
+    # the Laplace methods and VIKING start from this MAP: the same σ
+    for method in ("sampled_laplace", "linearised_laplace", "null_space_laplace", "viking"):
+        noise = fit(method, "regression").predictive["test"]["noise_scale"]
+        np.testing.assert_allclose(noise, sigma, rtol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["mfvi", "symmetrised_vi"])
+def test_vi_fits_the_data_with_a_spread_and_a_sampled_sigma(method):
+    out = fit(method, "regression")
+    assert _train_rmse(out) < 0.3 * Y.std()
+    assert 0 < _sd(out, "test") < 0.3 * Y.std()
+    noise = out.predictive["test"]["noise_scale"]
+    assert 0.05 < noise.mean() < 0.3 and noise.std() > 0  # draws of q's factor of log σ
+
+
+def test_tempered_mfvi_spread_grows_with_the_temperature():
+    assert ap.balanced_temperature(REG) == pytest.approx(100 / 25)
+    cold = ap.tempered_mfvi(KEY, REG, temperature=1e-2, **VI)
+    hot = ap.tempered_mfvi(KEY, REG, temperature=30.0, **VI)
+    assert _sd(hot, "test") > 3 * _sd(cold, "test")
+    # η = 1 is the untempered fit
+    one = ap.tempered_mfvi(KEY, REG, temperature=1.0, **VI).predictive["test"]["f"]
+    np.testing.assert_array_equal(one, fit("mfvi", "regression").predictive["test"]["f"])
+    with pytest.raises(ValueError, match="temperature"):
+        ap.tempered_mfvi(KEY, REG, temperature=-1.0, **VI)
+
+
+def test_symmetrised_vi_refuses_two_hidden_layers():
+    deep = problems.Problem("deep", "two hidden layers", MLP((1, 3, 3, 1), activation="tanh"),
+                            X, Y, X[:3], Y[:3])  # fmt: skip
+    with pytest.raises(ValueError, match="one hidden layer"):
+        ap.symmetrised_vi(KEY, deep, **SETTINGS["symmetrised_vi"])
+
+
+def _posterior(prob=None):
+    """The Laplace fit of the methods for KEY: the MAP from the key's first half."""
+    prob = REG if prob is None else prob
+    k_map, k_draw = jax.random.split(KEY)
+    params, sigma = ap._map_fit(k_map, prob, MAP["map_steps"], MAP["map_learning_rate"], 2)
+    return ap._laplace(params, sigma, prob), sigma, k_draw
+
+
+def test_sampled_laplace_pushes_the_laplace_draws_through_the_network():
+    """The draws equal the package's sampled predictive (model_fn on the flat θ_s, not the
+    model's sites), so the sites are read back in the right order."""
+    post, _, k_draw = _posterior()
+    want = np.asarray(la.predictive_samples(post, jnp.asarray(FAR), k_draw, S))[:, :, 0]
+    got = fit("sampled_laplace", "regression").predictive["grid"]["f"]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    assert got.std(0).min() > 0
+
+
+def test_linearised_laplace_draws_have_the_closed_form_moments():
+    out = fit("linearised_laplace", "regression").predictive["grid"]
+    post, sigma, _ = _posterior()
+    mean, var = la.linearised_predictive(post, jnp.asarray(FAR))
+    sd = np.sqrt(np.asarray(var)[:, 0] - sigma**2)
+    assert np.all(np.abs(out["f"].mean(0) - np.asarray(mean)[:, 0]) < 4 * sd / np.sqrt(S))
+    ratio = out["f"].var(0) / sd**2
+    assert np.all((ratio > 0.7) & (ratio < 1.4))  # S = 300 draws: sd of the ratio ≈ 0.08
+
+
+def test_null_space_draws_leave_the_training_points_fixed():
+    """On 10 points a 1–8–8–1 net (P = 97) has a kernel that moves f away from the data (the
+    1–8–1 net's kernel is made of units the MAP switched off, which move f nowhere)."""
+    deep = problems.Problem("deep", "10 points", MLP((1, 8, 8, 1), activation="tanh"),
+                            X[:10], Y[:10], X[:10], Y[:10], FAR)  # fmt: skip
+    out = ap.null_space_laplace(KEY, deep, **MAP)
+    assert _sd(out, "test") < 1e-3 * _sd(out, "grid") and _sd(out, "grid") > 0
+
+
+def test_viking_draws_have_its_linearised_predictive_variance():
+    out = fit("viking", "regression").predictive["grid"]
+    k_map, k_rest = jax.random.split(KEY)
+    settings = {k: v for k, v in SETTINGS["viking"].items() if k != "num_samples"}
+    post, model_fn, _ = ap._viking_fit(k_map, jax.random.split(k_rest)[0], REG, noise_rounds=2,
+                                       learning_rate=1e-2, rtol=None, **settings)  # fmt: skip
+    mean, var = vk.linearised_predictive(post, model_fn, jnp.asarray(FAR))
+    np.testing.assert_allclose(out["f"].mean(0), np.asarray(mean)[:, 0],
+                               atol=4 * float(np.sqrt(np.max(var)) / np.sqrt(S)))  # fmt: skip
+    ratio = out["f"].var(0) / np.asarray(var)[:, 0]
+    assert np.all((ratio > 0.7) & (ratio < 1.4))
+
+
+def test_bad_inputs():
+    with pytest.raises(TypeError, match="problems.Problem"):
+        ap.map_point(KEY, "reg")
+    with pytest.raises(ValueError, match="num_samples"):
+        ap.mfvi(KEY, REG, num_samples=0)
+    hetero = problems.Problem("h", "h", MLP((1, 3, 2), activation="tanh", heteroscedastic=True),
+                              X, Y, X[:3], Y[:3])  # fmt: skip
+    with pytest.raises(ValueError, match="heteroscedastic"):
+        ap.linearised_laplace(KEY, hetero)
+    with pytest.raises(ValueError, match="noise_rounds"):
+        ap.map_point(KEY, REG, num_steps=1, noise_rounds=2)

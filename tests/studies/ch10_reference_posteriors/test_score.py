@@ -1,0 +1,103 @@
+"""Tests of chapter 10's scoring: a fit against a reference written to a temporary folder,
+resumed parts, methods that do not apply, and the leaderboard over seeds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bnn_posteriors.models.numpyro_models import MLP
+from bnn_posteriors.store import reference as store
+from bnn_posteriors.studies.ch10_reference_posteriors import problems, score
+from bnn_posteriors.studies.ch10_reference_posteriors.fits import DoesNotApply, MethodFit
+
+RNG = np.random.default_rng(0)
+X = np.linspace(-2, 2, 12, dtype=np.float32)[:, None]
+Y = np.sin(X[:, 0]).astype(np.float32)
+
+
+def _tiny() -> problems.Problem:
+    spec = MLP((1, 3, 1), activation="tanh")
+    grid = np.linspace(-3, 3, 5, dtype=np.float32)[:, None]
+    return problems.Problem("tiny", "a tiny regression", spec, X, Y, X[:4], Y[:4], grid)
+
+
+@pytest.fixture
+def tiny(monkeypatch, tmp_path):
+    """The problem ``tiny``, its reference (4 chains of 30 draws around sin x, σ = 0.1) in
+    ``tmp_path/ref``, and a method ``shifted`` whose f is the reference's plus ``shift``."""
+    monkeypatch.setitem(problems.PROBLEMS, "tiny", _tiny)
+    prob = _tiny()
+    f = {name: np.sin(x[:, 0]) + 0.05 * RNG.normal(size=(4, 30, len(x)))
+         for name, x in prob.points().items()}  # fmt: skip
+    arrays = {"test_y": prob.y_test}
+    for name, x in prob.points().items():
+        arrays |= {f"{name}_x": x, f"{name}_f": f[name].astype(np.float32),
+                   f"{name}_noise_scale": np.full((4, 30), 0.1, np.float32)}  # fmt: skip
+    store.write_reference("tiny", arrays, {"problem": "tiny"}, profile="quick",
+                          directory=tmp_path / "ref")  # fmt: skip
+    calls = []
+
+    def shifted(rng_key, problem, *, shift=0.0):
+        calls.append(shift)
+        pred = {name: {"f": f[name][0] + shift, "noise_scale": np.full(30, 0.1)}
+                for name in problem.points()}  # fmt: skip
+        return MethodFit(pred, gradient_evaluations=100.0, extra_flops=5.0)
+
+    def one_layer_only(rng_key, problem):
+        raise DoesNotApply("needs one hidden layer")
+
+    monkeypatch.setitem(score.METHODS, "shifted", shifted)
+    monkeypatch.setitem(score.METHODS, "one layer", one_layer_only)
+    return tmp_path, calls
+
+
+def test_reference_predictive_and_names():
+    arrays = {"test_x": 0, "test_f": 1, "test_noise_scale": 2, "grid_f": 3, "test_y": 4}
+    assert score.reference_predictive(arrays) == {"f": 1, "noise_scale": 2}
+    with pytest.raises(ValueError, match="no predictive at the points 'val'"):
+        score.reference_predictive(arrays, "val")
+    assert score.part_name("banana", "MILE, 10 chains", 3) == "banana__mile__10_chains__s3"
+    a, b = (score.method_key(0, "banana", m) for m in ("MFVI", "MAP"))
+    assert not np.array_equal(a, b)
+
+
+def test_a_closer_fit_scores_closer_and_parts_resume(tiny):
+    tmp, calls = tiny
+    kw = dict(directory=tmp / "parts", profile="quick", reference_dir=tmp / "ref")
+    near = score.score("tiny", "shifted", 0, {"shift": 0.0}, **kw)
+    far = score.score("tiny", "shifted", 1, {"shift": 0.5}, **kw)
+    assert near["applies"] and not near["read"] and calls == [0.0, 0.5]
+    assert near["w2"] < 0.1 < far["w2"] and near["ks"] < far["ks"]
+    assert far["w2"] == pytest.approx(0.5, rel=0.05)  # a shift of the whole law moves W2 by it
+    assert near["flops"] > near["gradient_evaluations"] == 100.0
+    assert len(near["grid"]["mean"]) == len(near["grid"]["sd"]) == 5
+    again = score.score("tiny", "shifted", 0, {"shift": 0.0}, **kw)
+    assert again["read"] and calls == [0.0, 0.5] and again["w2"] == near["w2"]
+    assert again["settings"]["method_settings"] == {"shift": 0.0}
+    moved = score.score("tiny", "shifted", 0, {"shift": 0.2}, **kw)  # other settings: computed
+    assert not moved["read"] and calls == [0.0, 0.5, 0.2]
+    skipped = score.score("tiny", "one layer", 0, {}, **kw)
+    assert skipped == {**skipped, "applies": False, "reason": "needs one hidden layer"}
+    with pytest.raises(ValueError, match="unknown method"):
+        score.score("tiny", "HMC", 0, {}, **kw)
+
+
+def test_reference_floor_and_leaderboard(tiny):
+    tmp, _ = tiny
+    floor = score.reference_floor("tiny", tmp / "ref")
+    assert 0 < floor["w2"] < 0.05 and floor["rmse"] < 0.1
+    kw = dict(directory=None, profile="quick", reference_dir=tmp / "ref")
+    rows = [score.score("tiny", "shifted", s, {"shift": 0.1 * s}, **kw) for s in range(3)]
+    rows.append(score.score("tiny", "one layer", 0, {}, **kw))
+    lines = []
+    board_rows = score.scoreboard(["tiny"], {"shifted": {"shift": 0.1}, "one layer": {}}, [0, 1],
+                                  directory=tmp / "board", profile="quick",
+                                  reference_dir=tmp / "ref", progress=lines.append)  # fmt: skip
+    assert len(board_rows) == 4 and lines[-1] == "[4/4] tiny · one layer · seed 1: computed"
+    assert [r["settings"]["seed"] for r in board_rows] == [0, 1, 0, 1]
+    board = score.leaderboard(rows, ["w2", "lppd", "agreement"])
+    entry = board[("tiny", "shifted")]
+    assert entry["seeds"] == 3 and "agreement" not in entry and ("tiny", "one layer") not in board
+    mean, low, high = entry["w2"]
+    assert low < mean < high and mean == pytest.approx(np.mean([r["w2"] for r in rows[:3]]))
