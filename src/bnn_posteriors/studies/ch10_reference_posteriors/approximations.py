@@ -57,7 +57,7 @@ from bnn_posteriors.inference import map_estimate, mean_field, reference, symmet
 from bnn_posteriors.inference import viking as vk
 from bnn_posteriors.models import nets
 from bnn_posteriors.models.symmetry import permutations
-from bnn_posteriors.studies.ch10_reference_posteriors.fits import MethodFit
+from bnn_posteriors.studies.ch10_reference_posteriors.fits import DoesNotApply, MethodFit
 from bnn_posteriors.studies.ch10_reference_posteriors.problems import Problem
 from bnn_posteriors.util import validate
 
@@ -341,7 +341,7 @@ def symmetrised_vi(
     num_samples = _num_samples(num_samples, where)
     spec = prob.spec
     if len(spec.widths) != 3:
-        raise ValueError(
+        raise DoesNotApply(
             f"{where}: the symmetrised family of inference/symmetrised.py permutes the units of "
             f"one hidden layer; problem {prob.name} has {len(spec.widths) - 2} hidden layers "
             f"(widths {spec.widths})"
