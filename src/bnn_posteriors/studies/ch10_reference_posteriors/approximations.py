@@ -53,11 +53,15 @@ import numpy as np
 from bnn_posteriors.evaluation import cost
 from bnn_posteriors.inference import ggn_null_space as ns
 from bnn_posteriors.inference import laplace as la
-from bnn_posteriors.inference import map_estimate, mean_field, reference, symmetrised, tempering, vi
+from bnn_posteriors.inference import map_estimate, mean_field, symmetrised, tempering, vi
 from bnn_posteriors.inference import viking as vk
 from bnn_posteriors.models import nets
 from bnn_posteriors.models.symmetry import permutations
-from bnn_posteriors.studies.ch10_reference_posteriors.fits import DoesNotApply, MethodFit
+from bnn_posteriors.studies.ch10_reference_posteriors.fits import (
+    DoesNotApply,
+    MethodFit,
+    draws_predictive,
+)
 from bnn_posteriors.studies.ch10_reference_posteriors.problems import Problem
 from bnn_posteriors.util import validate
 
@@ -152,11 +156,7 @@ def _weight_predictive(prob: Problem, sites: dict, sigma: float | None = None) -
         if sigma is None:
             raise ValueError("a regression with a sampled σ needs log_sigma draws or a fixed σ")
         sites["log_sigma"] = np.full(num, math.log(sigma), np.float32)
-    chain = {k: np.asarray(v)[None] for k, v in sites.items()}  # one chain
-    return {
-        name: {k: v[0] for k, v in reference.predictive(prob.spec, chain, x).items()}
-        for name, x in prob.points().items()
-    }
+    return draws_predictive(prob, sites)
 
 
 @functools.partial(jax.jit, static_argnames=("model_fn",))

@@ -7,6 +7,8 @@ import dataclasses
 
 import numpy as np
 
+from bnn_posteriors.inference import reference
+
 
 class DoesNotApply(ValueError):
     """A method that does not apply to a problem (e.g. one limited to one hidden layer on a
@@ -50,3 +52,16 @@ class MethodFit:
                                  f"got {sorted(pred)}")  # fmt: skip
         if not self.gradient_evaluations >= 0 or not self.extra_flops >= 0:
             raise ValueError("MethodFit: costs must be non-negative")
+
+
+def draws_predictive(prob, sites) -> dict[str, dict[str, np.ndarray]]:
+    """The predictive of parameter draws ``sites`` (the model's sample sites, each with one
+    leading draw axis S) at every set of points of ``prob`` (a :class:`.problems.Problem`), in
+    the reference's format (:func:`bnn_posteriors.inference.reference.predictive`) without
+    its chain axis, float32."""
+    chain = {k: np.asarray(v)[None] for k, v in sites.items()}  # one chain
+    out = {}
+    for name, x in prob.points().items():
+        pred = reference.predictive(prob.spec, chain, np.asarray(x, np.float32))
+        out[name] = {k: np.asarray(v[0], dtype=np.float32) for k, v in pred.items()}
+    return out

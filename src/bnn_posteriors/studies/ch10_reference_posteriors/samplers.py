@@ -21,7 +21,6 @@ the full budgets are the papers' defaults and are the keyword defaults.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
@@ -34,7 +33,7 @@ from bnn_posteriors.inference import metricbnn as mbnn
 from bnn_posteriors.inference import mile as mile_
 from bnn_posteriors.models import nets
 from bnn_posteriors.models.numpyro_models import MLP
-from bnn_posteriors.studies.ch10_reference_posteriors.fits import MethodFit
+from bnn_posteriors.studies.ch10_reference_posteriors.fits import MethodFit, draws_predictive
 from bnn_posteriors.studies.ch10_reference_posteriors.problems import Problem
 from bnn_posteriors.util import validate
 
@@ -66,17 +65,6 @@ def _check_plain_mlp(prob: Problem, where: str) -> None:
             f"{prob.name} has bias={spec.bias}, output_scale={spec.output_scale}, "
             f"heteroscedastic={spec.heteroscedastic}"
         )
-
-
-def _predictive(prob: Problem, sites: Mapping) -> dict[str, dict[str, np.ndarray]]:
-    """The predictive of draws ``sites`` (sample sites with one leading draw axis S) at every
-    set of points of ``prob``, in the reference's format without its chain axis."""
-    samples = {k: jnp.asarray(v)[None] for k, v in sites.items()}
-    out = {}
-    for name, x in prob.points().items():
-        pred = reference.predictive(prob.spec, samples, np.asarray(x, np.float32))
-        out[name] = {k: np.asarray(v[0], dtype=np.float32) for k, v in pred.items()}
-    return out
 
 
 def _validation_split(rng_key, n: int, fraction: float) -> tuple[np.ndarray, np.ndarray]:
@@ -166,7 +154,7 @@ def deep_ensemble(
         weight_decay=weight_decay, max_epochs=max_epochs, batch_size=batch_size,
         patience=patience, val_fraction=val_fraction,
     )  # fmt: skip
-    return MethodFit(_predictive(prob, _member_sites(members, log_sigma)), gradients)
+    return MethodFit(draws_predictive(prob, _member_sites(members, log_sigma)), gradients)
 
 
 # ----------------------------------------------------------------------------- MILE
@@ -231,7 +219,7 @@ def mile(
     )  # fmt: skip
     sites = {k: jnp.reshape(v, (-1, *v.shape[2:])) for k, v in run["samples"].items()}
     steps = num_chains * (int(tuning_steps) + int(sampling_steps))
-    return MethodFit(_predictive(prob, sites), de_gradients + MCLMC_GRADIENTS_PER_STEP * steps)
+    return MethodFit(draws_predictive(prob, sites), de_gradients + MCLMC_GRADIENTS_PER_STEP * steps)
 
 
 # ----------------------------------------------------------------------------- one NUTS chain
@@ -299,7 +287,7 @@ def single_nuts(
     keep = np.unique(np.linspace(0, num_samples - 1, min(max_draws, num_samples)).astype(int))
     latent = [k for k in samples if k.startswith(("W", "b")) or k == "log_sigma"]
     sites = {name: samples[name][0, keep] for name in latent}
-    return MethodFit(_predictive(prob, sites), spent)
+    return MethodFit(draws_predictive(prob, sites), spent)
 
 
 # ----------------------------------------------------------------------------- MetricBNN
@@ -428,5 +416,5 @@ def metricbnn(
         num_samples=num_samples,
     )  # fmt: skip
     return MethodFit(
-        _predictive(prob, sites), float(gradients), flops["svd"] + flops["autoencoder"]
+        draws_predictive(prob, sites), float(gradients), flops["svd"] + flops["autoencoder"]
     )
