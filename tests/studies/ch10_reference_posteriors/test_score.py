@@ -102,3 +102,24 @@ def test_reference_floor_and_leaderboard(tiny):
     assert entry["seeds"] == 3 and "agreement" not in entry and ("tiny", "one layer") not in board
     mean, low, high = entry["w2"]
     assert low < mean < high and mean == pytest.approx(np.mean([r["w2"] for r in rows[:3]]))
+
+
+def test_committed_rows_reads_matching_parts_only(tiny):
+    tmp, calls = tiny
+    kw = dict(directory=tmp / "parts", profile="quick", reference_dir=tmp / "ref")
+    score.score("tiny", "shifted", 0, {"shift": 0.0}, **kw)
+    score.score("tiny", "shifted", 1, {"shift": 0.3}, **kw)  # other settings than asked below
+    rows, missing = score.committed_rows(["tiny"], {"shifted": {"shift": 0.0}}, [0, 1, 2],
+                                         tmp / "parts", tmp / "ref")  # fmt: skip
+    assert [r["settings"]["seed"] for r in rows] == [0] and len(calls) == 2  # nothing computed
+    assert missing == ["tiny__shifted__s1", "tiny__shifted__s2"]
+    assert rows[0]["settings"] == score.part_settings(
+        "tiny", "shifted", 0, {"shift": 0.0}, rows[0]["settings"]["reference_sha256"]
+    )
+
+
+def test_leaderboard_of_a_constant_is_an_interval_of_width_zero():
+    rows = [{"flops": 7.0, "w2": 0.1 * s, "settings": {"problem": "p", "method": "m"}}
+            for s in range(1, 4)]  # fmt: skip
+    entry = score.leaderboard(rows, ["flops", "w2"])[("p", "m")]
+    assert entry["flops"] == (7.0, 7.0, 7.0) and entry["w2"][1] < entry["w2"][2]

@@ -100,6 +100,15 @@ def part_name(problem: str, method: str, seed: int) -> str:
     return f"{problem}__{slug}__s{seed}"
 
 
+def part_settings(problem: str, method: str, seed: int, settings: Mapping,
+                  reference_sha256: str) -> dict:  # fmt: skip
+    """What decides one part: the problem, method, seed, the method's keyword arguments, the
+    reference's sha256 and the scoring's :data:`VERSION`."""
+    return {"problem": problem, "method": method, "seed": seed,
+            "method_settings": dict(settings), "reference_sha256": reference_sha256,
+            "version": VERSION}  # fmt: skip
+
+
 def score(
     problem: str,
     method: str,
@@ -120,9 +129,7 @@ def score(
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; the methods are {', '.join(METHODS)}")
     arrays, record = reference_store.read_reference(problem, reference_dir)
-    part_settings = {"problem": problem, "method": method, "seed": seed,
-                     "method_settings": dict(settings), "reference_sha256": record["sha256"],
-                     "version": VERSION}  # fmt: skip
+    settings_of_part = part_settings(problem, method, seed, settings, record["sha256"])
 
     def compute() -> dict:
         prob = problems.problem(problem)
@@ -135,8 +142,8 @@ def score(
     path = (
         None if directory is None else parts.part_path(directory, part_name(problem, method, seed))
     )
-    return {**parts.resumed_part(path, part_settings, compute, profile=profile),
-            "settings": part_settings}  # fmt: skip
+    return {**parts.resumed_part(path, settings_of_part, compute, profile=profile),
+            "settings": settings_of_part}  # fmt: skip
 
 
 def scoreboard(
@@ -166,6 +173,31 @@ def scoreboard(
     return rows
 
 
+def committed_rows(
+    problem_names: Sequence[str],
+    methods: Mapping[str, Mapping],
+    seeds: Sequence[int],
+    directory: Path | str,
+    reference_dir: Path | str | None = None,
+) -> tuple[list[dict], list[str]]:
+    """The parts of ``directory`` that hold the settings :func:`score` would compute with
+    (``methods``: name → settings), read without computing anything, and the names of the
+    parts that are missing or hold other settings (still to run)."""
+    rows, missing = [], []
+    for problem in problem_names:
+        sha = reference_store.read_reference(problem, reference_dir)[1]["sha256"]
+        for method, settings in methods.items():
+            for seed in seeds:
+                name = part_name(problem, method, seed)
+                wanted = part_settings(problem, method, seed, settings, sha)
+                part = parts.read_part(parts.part_path(directory, name), wanted)
+                if part is None:
+                    missing.append(name)
+                else:
+                    rows.append(part)
+    return rows, missing
+
+
 def reference_floor(problem: str, reference_dir: Path | str | None = None) -> dict:
     """The reference's own Monte Carlo floor: the fidelity between its two halves of chains
     (:func:`bnn_posteriors.evaluation.fidelity.split_chains`), and its test scores."""
@@ -178,7 +210,8 @@ def reference_floor(problem: str, reference_dir: Path | str | None = None) -> di
 
 def leaderboard(rows: Sequence[Mapping], metrics: Sequence[str]) -> dict:
     """Per (problem, method) over seeds: the mean and 95 % Student-t interval of each metric
-    (``diagnostics.mean_interval``; one seed: the value, no interval)."""
+    (``diagnostics.mean_interval``; one seed: the value, no interval; the same value on every
+    seed: an interval of width 0)."""
     table: dict = {}
     for row in rows:
         if not row.get("applies", True):
@@ -192,8 +225,10 @@ def leaderboard(rows: Sequence[Mapping], metrics: Sequence[str]) -> dict:
             if m not in group[0]:
                 continue
             values = np.array([r[m] for r in group], dtype=np.float64)
-            if len(values) > 1:
+            if len(values) > 1 and np.ptp(values) > 0:
                 entry[m] = diagnostics.mean_interval(values)
+            elif len(values) > 1:  # the same on every seed (a cost): an interval of width 0
+                entry[m] = (float(values[0]),) * 3
             else:
                 entry[m] = (float(values[0]), float("nan"), float("nan"))
         entry["seeds"] = len(group)

@@ -1,0 +1,293 @@
+"""Chapter 10's claims: is one method's predictive closer to the reference posterior's than
+another's, on every problem whose reference mixed?
+
+Each claim compares the distance to the reference (:func:`distance_metric`: W2 in regression,
+total variation in classification) of a method ``a`` with that of one or more methods ``b``,
+seed by seed: the methods share a key per seed (:func:`.score.method_key`), so the log ratio
+log d(a) − log d(b) is paired, and its 95 % Student-t interval over the seeds
+(:func:`bnn_posteriors.evaluation.diagnostics.mean_interval`) gives an interval of the
+geometric-mean ratio d(a)/d(b). "a is closer than b" is the bound 1, "a is competitive with b"
+a bound above 1. Only problems whose reference mixed in function space decide; on each,
+
+- every interval below the bound: **reproduced**;
+- some interval above it: **not reproduced**;
+- otherwise (an interval straddles it, or nothing to compare): **inconclusive**, with the
+  :class:`~bnn_posteriors.claims.checking.Gate` saying where.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from bnn_posteriors.claims.checking import Evidence, Gate
+from bnn_posteriors.evaluation import diagnostics
+from bnn_posteriors.site import tables
+from bnn_posteriors.store import reference as reference_store
+from bnn_posteriors.studies.ch10_reference_posteriors import problems
+
+LEVEL = 0.95
+
+
+def distance_metric(row: Mapping) -> str:
+    """The distance to the reference a claim decides on: ``"w2"`` for a regression part,
+    ``"total_variation"`` for a classification part."""
+    for metric in ("w2", "total_variation"):
+        if metric in row:
+            return metric
+    raise ValueError(f"the part holds neither 'w2' nor 'total_variation': {sorted(row)}")
+
+
+def mixed(problem: str, reference_dir=None) -> bool:
+    """Whether the committed reference of ``problem`` mixed at its test points (R-hat and ESS
+    of the predictive, :mod:`bnn_posteriors.evaluation.function_space`)."""
+    return bool(
+        reference_store.read_reference(problem, reference_dir)[1]["mixing"]["test"]["mixed"]
+    )
+
+
+def distances(rows: Sequence[Mapping], problem: str, method: str) -> dict[int, float]:
+    """Seed → distance to the reference of ``method`` on ``problem`` (the parts that apply)."""
+    out = {}
+    for row in rows:
+        s = row["settings"]
+        if s["problem"] == problem and s["method"] == method and row.get("applies", True):
+            out[int(s["seed"])] = float(row[distance_metric(row)])
+    return out
+
+
+def applies(rows: Sequence[Mapping], problem: str, method: str) -> bool:
+    """False where a part records that ``method`` does not apply to ``problem``, else True
+    (scored, or not yet run)."""
+    return not any(
+        r["settings"]["problem"] == problem
+        and r["settings"]["method"] == method
+        and not r.get("applies", True)
+        for r in rows
+    )
+
+
+def ratio_interval(rows: Sequence[Mapping], problem: str, a: str, b: str) -> dict | None:
+    """The geometric-mean ratio d(a)/d(b) over the seeds both methods have on ``problem`` and
+    its 95 % t-interval (exp of the interval of the paired log ratios): ``{"n", "ratio",
+    "low", "high"}``, or None with fewer than two paired seeds."""
+    da, db = distances(rows, problem, a), distances(rows, problem, b)
+    seeds = sorted(set(da) & set(db))
+    if len(seeds) < 2:
+        return None
+    logs = np.log([da[s] for s in seeds]) - np.log([db[s] for s in seeds])
+    mean, low, high = diagnostics.mean_interval(logs, level=LEVEL)
+    return {
+        "n": len(seeds),
+        "ratio": float(np.exp(mean)),
+        "low": float(np.exp(low)),
+        "high": float(np.exp(high)),
+    }
+
+
+def closer(
+    claim: str,
+    rows: Sequence[Mapping],
+    a: str,
+    others: Sequence[str],
+    problem_names: Sequence[str],
+    deciding: Sequence[str],
+    *,
+    bound: float = 1.0,
+    says_what: str,
+    committed: str | None = None,
+    glue_prefix: str | None = None,
+    finding: str | None = None,
+) -> Evidence:
+    """The evidence that ``a``'s distance to the reference is below ``bound`` times each of
+    ``others``' on every problem of ``deciding`` (the problems whose reference mixed, a subset
+    of ``problem_names``; the rest are shown but decide nothing).
+
+    The value is the upper ends of the deciding intervals of d(a)/d(b) (rule ``less`` than
+    ``bound``); the gate fails when a pair that applies on a deciding problem has no scored
+    seeds yet, when no interval decides, or when none lies above ``bound`` and one straddles
+    it. ``says_what``: the claim in a few words ("MILE with 10 chains is
+    closer than each single-mode approximation"). ``glue_prefix``: glue each deciding
+    interval's ratio and ends as ``<prefix>_<problem>_<b slug>`` (and its low, high).
+    ``finding``: the further finding of the claim this evidence decides (None: the claim).
+    """
+    if not others:
+        raise ValueError("closer: give at least one method to compare with")
+    if not set(deciding) <= set(problem_names):
+        raise ValueError(
+            f"closer: deciding problems {sorted(set(deciding) - set(problem_names))} "
+            f"are not among the problems {list(problem_names)}"
+        )
+    if not (np.isfinite(bound) and bound > 0):
+        raise ValueError(f"closer: bound must be a positive ratio, got {bound!r}")
+    table_rows: list[list[str]] = []
+    decided: list[tuple[str, str, dict]] = []
+    pending: list[str] = []
+    glue: dict[str, float] = {}
+    for problem in problem_names:
+        for b in others:
+            r = ratio_interval(rows, problem, a, b)
+            decides = problem in deciding and r is not None
+            if r is None:
+                cells = ["–", "–", "fewer than two paired seeds"]
+                if problem in deciding and applies(rows, problem, a) and applies(rows, problem, b):
+                    pending.append(f"{problem} vs {b}")
+            else:
+                side = (
+                    "below" if r["high"] < bound else "above" if r["low"] > bound else "straddles"
+                )
+                cells = [
+                    str(r["n"]),
+                    f"{r['ratio']:.3g} [{r['low']:.3g}, {r['high']:.3g}]",
+                    side if decides else "(reference not mixed: shown only)",
+                ]
+            table_rows.append([problem, b, *cells])
+            if r is not None and problem in deciding:
+                decided.append((problem, b, r))
+                if glue_prefix:
+                    stem = f"{glue_prefix}_{problem}_{''.join(c for c in b.lower() if c.isalnum())}"
+                    glue.update(
+                        {stem: r["ratio"], f"{stem}_low": r["low"], f"{stem}_high": r["high"]}
+                    )
+    header = [
+        "problem",
+        f"{a} vs",
+        "seeds",
+        f"ratio of distances ({LEVEL:.0%} interval)",
+        f"against the bound {bound:g}",
+    ]
+    table = tables.markdown_table(header, table_rows)
+    highs = np.array([r["high"] for _, _, r in decided])
+    above = [f"{p} vs {b}" for p, b, r in decided if r["low"] > bound]
+    straddle = [
+        f"{p} vs {b} [{r['low']:.3g}, {r['high']:.3g}]"
+        for p, b, r in decided
+        if r["low"] <= bound <= r["high"]
+    ]
+    if pending:
+        gate = Gate(
+            False,
+            f"scores still to run on a mixed reference: {', '.join(pending)}",
+            "the missing parts (bnn-posteriors scores --profile full)",
+        )
+        value = highs if decided else np.array([np.nan])
+    elif not decided:
+        gate = Gate(
+            False,
+            f"no problem with a mixed reference where {a} and "
+            f"{', '.join(others)} both have scored seeds (problems: {list(problem_names)}, "
+            f"mixed: {list(deciding)})",
+            f"a mixed reference on a problem where {a} applies, and its scored seeds",
+        )
+        value = np.array([np.nan])
+    else:
+        gate = Gate(
+            bool(above) or not straddle,
+            "the intervals straddle the bound: " + "; ".join(straddle)
+            if straddle
+            else "every interval lies on one side of the bound",
+            "more seeds (the interval narrows as 1/√n) or fits whose spread over seeds is smaller",
+        )
+        value = highs
+    pairs = ", ".join(
+        f"{p}/{b} {r['ratio']:.3g} [{r['low']:.3g}, {r['high']:.3g}]" for p, b, r in decided
+    )
+    note = (
+        f"upper ends of the {LEVEL:.0%} t-intervals of the geometric-mean ratio of "
+        f"distances to the reference d({a})/d(b) over paired seeds, on the problems whose "
+        f"reference mixed ({', '.join(deciding) or 'none'}): {pairs or 'none'}; "
+        f"above the bound {bound:g}: {above or 'none'}"
+    )
+    verdict = (
+        "holds" if decided and not above and not straddle else "fails" if above else "is undecided"
+    )
+    says = (
+        f"{says_what}: {verdict} on the mixed references "
+        f"({', '.join(deciding) or 'none'}); largest upper end "
+        f"{highs.max():.3g} against the bound {bound:g}"
+        if decided
+        else f"{says_what}: no mixed reference to decide it on"
+    )
+    return Evidence(
+        claim,
+        value,
+        rule="less",
+        expect=bound,
+        note=note,
+        says=says,
+        gate=gate,
+        finding=finding,
+        committed=committed,
+        glue=glue,
+        table=table,
+    )
+
+
+def constraints(problem: str) -> tuple[int, int]:
+    """``(P, N·O)`` of ``problem``: the network's parameters (weights and biases) and the
+    training outputs, the bound on the rank of the training Jacobian (chapter 9, C9.1)."""
+    prob = problems.problem(problem)
+    widths = prob.spec.widths
+    num_params = sum((a + 1) * b for a, b in zip(widths[:-1], widths[1:], strict=True))
+    return num_params, len(prob.x_train) * widths[-1]
+
+
+def collapses(
+    claim: str,
+    finding: str,
+    rows: Sequence[Mapping],
+    a: str,
+    b: str,
+    problem_names: Sequence[str],
+    *,
+    rtol: float,
+    committed: str | None = None,
+) -> Evidence:
+    """The evidence that ``a``'s distance to the reference equals ``b``'s, seed by seed, within
+    a relative ``rtol`` on every problem of ``problem_names`` whose training outputs outnumber
+    the parameters (N·O ≥ P, so the Jacobian's null space is generically empty): the value is
+    the largest relative difference per such problem (rule ``less`` than ``rtol``). With no
+    such problem, or no paired seeds there, the gate fails."""
+    table_rows, worst = [], {}
+    for problem in problem_names:
+        num_params, outputs = constraints(problem)
+        da, db = distances(rows, problem, a), distances(rows, problem, b)
+        seeds = sorted(set(da) & set(db))
+        rel = [abs(da[s] - db[s]) / db[s] for s in seeds]
+        if outputs >= num_params and rel:
+            worst[problem] = max(rel)
+        table_rows.append(
+            [
+                problem,
+                str(num_params),
+                str(outputs),
+                str(len(seeds)),
+                f"{max(rel):.2g}" if rel else "–",
+            ]
+        )
+    header = ["problem", "P", "N·O", "seeds", f"max |d({a}) − d({b})| / d({b})"]
+    gate = Gate(
+        bool(worst),
+        f"{len(worst)} problems with N·O ≥ P and paired seeds",
+        "a problem with N·O ≥ P whose two methods are scored",
+    )
+    value = np.array(list(worst.values())) if worst else np.array([np.nan])
+    listed = ", ".join(f"{p} {v:.2g}" for p, v in worst.items()) or "none"
+    return Evidence(
+        claim,
+        value,
+        rule="less",
+        expect=rtol,
+        finding=finding,
+        gate=gate,
+        committed=committed,
+        note=f"largest relative difference of the distances to the reference of {a} and {b} "
+        f"over paired seeds, on the problems with N·O ≥ P: {listed}",
+        says=f"where N·O ≥ P ({', '.join(worst) or 'none'}) {a} scores as {b} does, within "
+        f"{max(worst.values()) if worst else float('nan'):.2g} (relative)",
+        glue={
+            f"ch10_{finding.replace('-', '_')}_max": max(worst.values()) if worst else float("nan")
+        },
+        table=tables.markdown_table(header, table_rows),
+    )

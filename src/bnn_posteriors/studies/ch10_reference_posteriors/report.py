@@ -1,0 +1,154 @@
+"""Chapter 10's tables: how the references mixed, and the leaderboard of each problem."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from bnn_posteriors.site import tables
+from bnn_posteriors.store import reference as reference_store
+from bnn_posteriors.studies.ch10_reference_posteriors import score
+from bnn_posteriors.studies.ch10_reference_posteriors.evidence import distance_metric
+
+REGRESSION = ("w2", "ks", "lppd", "rmse")
+CLASSIFICATION = ("total_variation", "agreement", "lppd", "accuracy", "ece")
+LABELS = {
+    "w2": "W2 ↓",
+    "ks": "KS ↓",
+    "total_variation": "TV ↓",
+    "agreement": "agreement ↑",
+    "lppd": "test LPPD ↑",
+    "rmse": "RMSE ↓",
+    "accuracy": "accuracy ↑",
+    "ece": "ECE ↓",
+}
+
+
+def metrics_of(row: Mapping) -> tuple[str, ...]:
+    """The metrics a part of this kind holds: regression's or classification's."""
+    return REGRESSION if distance_metric(row) == "w2" else CLASSIFICATION
+
+
+def mixing_table(
+    problem_names: Sequence[str], floors: Mapping[str, Mapping], reference_dir=None
+) -> str:
+    """One row per reference: its network, chains × stored draws, the function-space R-hat and
+    ESS at the test points (and whether they pass), divergences, the mean number of leapfrog
+    steps per draw, its wall time and its floor (``floors``: problem → :func:`.score.
+    reference_floor`, the distance between its two halves of chains)."""
+    rows = []
+    for name in problem_names:
+        record = reference_store.read_reference(name, reference_dir)[1]
+        test, stats, s = record["mixing"]["test"], record["stats"], record["settings"]
+        floor = floors.get(name)
+        if floor is None:
+            floor_cell = "–"
+        else:
+            metric = "w2" if "w2" in floor else "total_variation"
+            floor_cell = f"{LABELS[metric].split()[0]} {floor[metric]:.3f}"
+        rows.append(
+            [
+                name,
+                "–".join(str(w) for w in record["model"]["widths"]),
+                f"{s['num_chains']} × {s['num_samples']} (keep {s['num_kept']})",
+                f"{test['max_rhat']:.3f}",
+                f"{test['min_ess']:.0f}",
+                "yes" if test["mixed"] else "no: " + "; ".join(test["reasons"]),
+                str(int(np.sum(stats["divergences"]))),
+                f"{np.mean(stats['mean_num_steps']):.0f}",
+                f"{record['wall_s']:.0f}",
+                floor_cell,
+            ]
+        )
+    header = [
+        "problem",
+        "network",
+        "chains × draws",
+        "max R-hat",
+        "min ESS",
+        "mixed",
+        "divergences",
+        "leapfrog steps / draw",
+        "wall time (s)",
+        "floor",
+    ]
+    return tables.markdown_table(header, rows)
+
+
+def leaderboard_table(
+    rows: Sequence[Mapping], problem: str, floor: Mapping | None = None, missing: Sequence[str] = ()
+) -> str:
+    """The leaderboard of ``problem``: per method the mean and 95 % t-interval over seeds of
+    each metric (:func:`.score.leaderboard`), its cost in GFLOPs, ordered by the distance to
+    the reference; methods that do not apply are listed with the reason, the reference's own
+    floor and scores come last (``floor``), and ``missing`` parts are counted."""
+    mine = [r for r in rows if r["settings"]["problem"] == problem]
+    applied = [r for r in mine if r.get("applies", True)]
+    if not applied:
+        return f"No scored part of {problem} yet."
+    metrics = metrics_of(applied[0])
+    board = score.leaderboard(applied, (*metrics, "flops"))
+    order = sorted(board, key=lambda key: board[key][metrics[0]][0])
+    out = []
+    for key in order:
+        entry = board[key]
+        cells = [key[1]]
+        for m in metrics:
+            mean, low, high = entry[m]
+            cells.append(f"{mean:.3f}" if np.isnan(low) else f"{mean:.3f} [{low:.3f}, {high:.3f}]")
+        cells += [f"{entry['flops'][0] / 1e9:.3g}", str(entry["seeds"])]
+        out.append(cells)
+    for method, reason in sorted(
+        {(r["settings"]["method"], r["reason"]) for r in mine if not r.get("applies", True)}
+    ):
+        out.append([method, f"does not apply: {reason}", *[""] * (len(metrics) + 1)])
+    if floor is not None:
+        out.append(
+            [
+                "*reference (half vs half)*",
+                *[f"{floor[m]:.3f}" if m in floor else "" for m in metrics],
+                "",
+                "",
+            ]
+        )
+    header = ["method", *(LABELS[m] for m in metrics), "GFLOPs", "seeds"]
+    table = tables.markdown_table(header, out)
+    if missing:
+        table += f"\n\n{len(missing)} parts of {problem} still to run."
+    return table
+
+
+def ranking(rows: Sequence[Mapping], problem_names: Sequence[str]) -> dict[str, list[str]]:
+    """Per problem, the methods that apply, closest to the reference first (by the mean over
+    seeds of the distance: W2 or total variation)."""
+    applied = [r for r in rows if r.get("applies", True)]
+    out: dict[str, list[str]] = {}
+    for problem in problem_names:
+        mine = [r for r in applied if r["settings"]["problem"] == problem]
+        if not mine:
+            out[problem] = []
+            continue
+        metric = distance_metric(mine[0])
+        board = score.leaderboard(mine, (metric,))
+        out[problem] = [m for _, m in sorted((v[metric][0], k[1]) for k, v in board.items())]
+    return out
+
+
+def live_table(live: Sequence[Mapping], rows: Sequence[Mapping], profile: str) -> str:
+    """This build's scores (``live``: the parts of one seed, computed now under ``profile``)
+    beside the committed full-profile mean of the same problem and method (``rows``)."""
+    out = []
+    for row in live:
+        s = row["settings"]
+        metric = distance_metric(row)
+        board = score.leaderboard(
+            [r for r in rows if r["settings"]["problem"] == s["problem"]
+             and r["settings"]["method"] == s["method"] and r.get("applies", True)],
+            (metric,),
+        )  # fmt: skip
+        entry = board.get((s["problem"], s["method"]))
+        committed = "–" if entry is None else f"{entry[metric][0]:.3f}"
+        out.append([s["problem"], s["method"], LABELS[metric], f"{row[metric]:.3f}", committed])
+    header = ["problem", "method", "distance", f"this build ({profile})", "committed mean (full)"]
+    return tables.markdown_table(header, out)

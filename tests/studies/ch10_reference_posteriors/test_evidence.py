@@ -1,0 +1,191 @@
+"""Tests of chapter 10's claim evidence: paired ratios of distances to the reference, the three
+outcomes of a comparison on the mixed references, and the null-space LA's collapse onto the MAP.
+
+Each claim is seen to fail: reversed distances give "not reproduced", a straddling interval or
+no mixed reference "inconclusive"."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bnn_posteriors.claims import checking as claims
+from bnn_posteriors.models.numpyro_models import MLP
+from bnn_posteriors.store import reference as store
+from bnn_posteriors.studies.ch10_reference_posteriors import evidence, problems
+
+SEEDS = range(5)
+
+
+def _row(problem, method, seed, value, metric="w2"):
+    return {
+        "applies": True,
+        metric: value,
+        "settings": {"problem": problem, "method": method, "seed": seed},
+    }
+
+
+def _rows(ratios: dict, base=0.5, metric="w2", spread=0.02):
+    """Rows of method "B" (distance ``base`` ± a little) and "A" at ``ratio`` × B's, per problem
+    (``ratios``: problem → ratio or list of per-seed ratios)."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for problem, ratio in ratios.items():
+        for s in SEEDS:
+            b = base * (1 + spread * rng.normal())
+            r = ratio[s] if isinstance(ratio, list) else ratio * (1 + spread * rng.normal())
+            rows += [_row(problem, "B", s, b, metric), _row(problem, "A", s, r * b, metric)]
+    return rows
+
+
+@pytest.fixture
+def record_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("BNN_CLAIMS_DIR", str(tmp_path))
+    monkeypatch.setenv("BNN_CLAIMS_RECORD_ONLY", "1")
+
+
+def _status(item: evidence.Evidence) -> str:
+    return claims.show_and_check(item)[0]["status"]
+
+
+def test_distance_metric_distances_and_ratio_interval():
+    assert evidence.distance_metric({"w2": 1.0, "ks": 0.1}) == "w2"
+    assert evidence.distance_metric({"total_variation": 0.1}) == "total_variation"
+    with pytest.raises(ValueError, match="neither 'w2' nor 'total_variation'"):
+        evidence.distance_metric({"lppd": -1.0})
+    rows = _rows({"p": 0.5}) + [
+        {"applies": False, "reason": "n/a", "settings": {"problem": "p", "method": "A", "seed": 9}}
+    ]
+    assert sorted(evidence.distances(rows, "p", "A")) == list(SEEDS)
+    r = evidence.ratio_interval(rows, "p", "A", "B")
+    assert (
+        r["n"] == 5
+        and r["low"] < r["ratio"] < r["high"]
+        and r["ratio"] == pytest.approx(0.5, rel=0.05)
+    )
+    assert evidence.ratio_interval(rows, "p", "A", "C") is None  # no paired seeds
+
+
+def test_closer_decides_on_the_mixed_problems_only(record_only):
+    kw = dict(says_what="A is closer than B")
+    closer = evidence.closer(
+        "C10.2",
+        _rows({"p": 0.3, "q": 0.4}),
+        "A",
+        ["B"],
+        ["p", "q"],
+        ["p", "q"],
+        glue_prefix="t",
+        **kw,
+    )
+    assert _status(closer) == claims.REPRODUCED and set(closer.glue) >= {"t_p_b", "t_q_b_high"}
+    # broken: A farther than B on one mixed problem -> not reproduced
+    reversed_ = evidence.closer(
+        "C10.2", _rows({"p": 0.3, "q": 2.0}), "A", ["B"], ["p", "q"], ["p", "q"], **kw
+    )
+    assert _status(reversed_) == claims.NOT_REPRODUCED
+    # ... unless that problem's reference did not mix: shown, not deciding
+    shown = evidence.closer(
+        "C10.2", _rows({"p": 0.3, "q": 2.0}), "A", ["B"], ["p", "q"], ["p"], **kw
+    )
+    assert _status(shown) == claims.REPRODUCED and "not mixed" in shown.table
+    # a tie whose interval straddles 1 -> inconclusive, and the gate says where
+    tie = evidence.closer(
+        "C10.2", _rows({"p": [0.8, 1.2, 0.9, 1.1, 1.0]}), "A", ["B"], ["p"], ["p"], **kw
+    )
+    assert _status(tie) == claims.INCONCLUSIVE and "straddle" in tie.gate.why
+    # no mixed problem where both apply -> inconclusive
+    none = evidence.closer("C10.4", _rows({"p": 0.3}), "A", ["B"], ["p"], [], **kw)
+    assert (
+        _status(none) == claims.INCONCLUSIVE
+        and "no problem with a mixed reference" in none.gate.why
+    )
+
+
+def test_closer_with_a_bound_and_several_others(record_only):
+    rows = _rows({"p": 1.1})  # A 10 % farther than B: competitive within 1.25, not closer
+    kw = dict(says_what="A is competitive with B")
+    assert (
+        _status(evidence.closer("C10.5", rows, "A", ["B"], ["p"], ["p"], bound=1.25, **kw))
+        == claims.REPRODUCED
+    )
+    assert (
+        _status(
+            evidence.closer("C10.5", _rows({"p": 1.6}), "A", ["B"], ["p"], ["p"], bound=1.25, **kw)
+        )
+        == claims.NOT_REPRODUCED
+    )
+    # against several methods: one that is closer than A fails the claim
+    more = rows + [_row("p", "C", s, 0.1) for s in SEEDS]
+    c1 = evidence.closer("C10.1", more, "A", ["B", "C"], ["p"], ["p"], bound=1.25, **kw)
+    assert _status(c1) == claims.NOT_REPRODUCED and "p vs C" in c1.note
+    with pytest.raises(ValueError, match="at least one method"):
+        evidence.closer("C10.1", rows, "A", [], ["p"], ["p"], **kw)
+    with pytest.raises(ValueError, match="not among the problems"):
+        evidence.closer("C10.1", rows, "A", ["B"], ["p"], ["q"], **kw)
+    with pytest.raises(ValueError, match="positive ratio"):
+        evidence.closer("C10.1", rows, "A", ["B"], ["p"], ["p"], bound=0.0, **kw)
+
+
+def _tiny(n: int, widths: tuple) -> problems.Problem:
+    x = np.linspace(-1, 1, n, dtype=np.float32)[:, None]
+    return problems.Problem(
+        f"tiny{n}", "tiny", MLP(widths, activation="tanh"), x, x[:, 0], x[:2], x[:2, 0]
+    )
+
+
+def test_constraints_and_the_collapse_onto_the_map(record_only, monkeypatch):
+    monkeypatch.setitem(problems.PROBLEMS, "wide", lambda: _tiny(4, (1, 8, 1)))  # P 25 > N·O 4
+    monkeypatch.setitem(problems.PROBLEMS, "narrow", lambda: _tiny(40, (1, 3, 1)))  # P 10 < 40
+    assert evidence.constraints("wide") == (25, 4) and evidence.constraints("narrow") == (10, 40)
+    same = [
+        _row(p, m, s, 0.3 + 0.01 * s)
+        for p in ("wide", "narrow")
+        for m in ("NS", "MAP")
+        for s in SEEDS
+    ]
+    item = evidence.collapses(
+        "C10.3", "collapses-to-map", same, "NS", "MAP", ["wide", "narrow"], rtol=0.05
+    )
+    assert _status(item) == claims.REPRODUCED and "narrow" in item.says and "wide" not in item.says
+    # broken: the null-space LA differs from the MAP where N·O ≥ P
+    moved = [dict(r, w2=r["w2"] * 1.5) if r["settings"]["method"] == "NS" else r for r in same]
+    assert (
+        _status(
+            evidence.collapses(
+                "C10.3", "collapses-to-map", moved, "NS", "MAP", ["wide", "narrow"], rtol=0.05
+            )
+        )
+        == claims.NOT_REPRODUCED
+    )
+    # only wide problems: nothing to decide
+    assert (
+        _status(
+            evidence.collapses("C10.3", "collapses-to-map", same, "NS", "MAP", ["wide"], rtol=0.05)
+        )
+        == claims.INCONCLUSIVE
+    )
+
+
+def test_mixed_reads_the_reference_record(tmp_path):
+    for name, ok in (("good", True), ("bad", False)):
+        store.write_reference(
+            name,
+            {"test_f": np.zeros((2, 3, 4))},
+            {"mixing": {"test": {"mixed": ok}}},
+            profile="quick",
+            directory=tmp_path,
+        )
+    assert evidence.mixed("good", tmp_path) and not evidence.mixed("bad", tmp_path)
+
+
+def test_closer_waits_for_parts_still_to_run(record_only):
+    rows = _rows({"p": 0.3}) + [_row("q", "B", s, 0.5) for s in SEEDS]  # A not scored on q
+    item = evidence.closer("C10.1", rows, "A", ["B"], ["p", "q"], ["p", "q"], says_what="A")
+    assert _status(item) == claims.INCONCLUSIVE and "still to run" in item.gate.why
+    na = [
+        {"applies": False, "reason": "n/a", "settings": {"problem": "q", "method": "A", "seed": 0}}
+    ]
+    assert not evidence.applies(na, "q", "A") and evidence.applies(na, "p", "A")
+    item = evidence.closer("C10.1", rows + na, "A", ["B"], ["p", "q"], ["p", "q"], says_what="A")
+    assert _status(item) == claims.REPRODUCED  # A does not apply on q: decided on p
