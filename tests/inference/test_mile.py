@@ -63,7 +63,7 @@ def test_resume_does_not_recompute(tmp_path, monkeypatch):
     x, y = _data()
     starts = _starts(2)
     kw = dict(
-        widths=WIDTHS, tuning_steps=100, sampling_steps=20, thinning=2, cache_dir=tmp_path, chunks=1
+        widths=WIDTHS, tuning_steps=100, sampling_steps=20, thinning=2, cache=tmp_path, chunks=1
     )
     first = mile.run_bde(jax.random.PRNGKey(4), x, y, starts, **kw)
     calls = []
@@ -84,7 +84,7 @@ def test_resume_does_not_recompute(tmp_path, monkeypatch):
 def test_units_key_on_the_computation_version_not_the_source(tmp_path, monkeypatch):
     x, y = _data()
     starts = _starts(2)
-    kw = dict(widths=WIDTHS, tuning_steps=20, sampling_steps=4, thinning=2, cache_dir=tmp_path)
+    kw = dict(widths=WIDTHS, tuning_steps=20, sampling_steps=4, thinning=2, cache=tmp_path)
     first = mile.run_bde(jax.random.PRNGKey(4), x, y, starts, **kw)
     calls = []
     real_tune, real_sample = sharding.tune_chains, sharding.sample_chains
@@ -109,7 +109,7 @@ def test_per_chain_prior_scale_matches_shared_scales(tmp_path, cached):
     # MCLMC is chaotic and float round-off differs between programs: compare short runs
     kw = dict(widths=WIDTHS, tuning_steps=10, sampling_steps=3, thinning=1)
     if cached:
-        kw["cache_dir"] = tmp_path
+        kw["cache"] = tmp_path
     mixed = mile.run_bde(jax.random.PRNGKey(6), x, y, starts, prior_scale=[1.0, 0.1], **kw)
     for chain, scale in enumerate((1.0, 0.1)):
         shared = mile.run_bde(jax.random.PRNGKey(6), x, y, starts, prior_scale=scale, **kw)
@@ -211,7 +211,7 @@ def test_heteroscedastic_run_bde_samples_and_predicts_scales(tmp_path):
     np.testing.assert_allclose(mean[1, 4], expected[0], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(scale[1, 4], expected[1], rtol=1e-5)
     # the cached, chunked path (one unit per chain) draws the same chains
-    cached = mile.run_bde(jax.random.PRNGKey(3), x, y, starts, cache_dir=tmp_path, chunks=2, **kw)
+    cached = mile.run_bde(jax.random.PRNGKey(3), x, y, starts, cache=tmp_path, chunks=2, **kw)
     assert len(list((tmp_path / "mile-sample").glob("*.npz"))) == 3
     # the same per-chain programs without the cache (progress bar on) give the same chains
     # bit for bit; the whole-program path above rounds differently, and MCLMC is chaotic,
@@ -220,7 +220,7 @@ def test_heteroscedastic_run_bde_samples_and_predicts_scales(tmp_path):
     plain = mile.run_bde(jax.random.PRNGKey(3), x, y, starts, progress=True, chunks=2, **kw)
     np.testing.assert_array_equal(cached["step_size"], plain["step_size"])
     np.testing.assert_array_equal(cached["samples"]["W1"], plain["samples"]["W1"])
-    again = mile.run_bde(jax.random.PRNGKey(3), x, y, starts, cache_dir=tmp_path, chunks=2, **kw)
+    again = mile.run_bde(jax.random.PRNGKey(3), x, y, starts, cache=tmp_path, chunks=2, **kw)
     np.testing.assert_array_equal(again["samples"]["W1"], cached["samples"]["W1"])
 
 

@@ -25,7 +25,7 @@ def test_thinning_keeps_every_kth_draw_and_every_statistic(tmp_path):
     full, full_stats = mcmc.nuts(jax.random.key(0), models.narrow_network, KWARGS, **BUDGET)
     thin, stats = mcmc.nuts(
         jax.random.key(0), models.narrow_network, KWARGS, thinning=4, chunk_size=8,
-        cache_dir=tmp_path, **BUDGET,
+        cache=tmp_path, **BUDGET,
     )  # fmt: skip
     assert thin["w"].shape == (2, 5, 2)
     np.testing.assert_allclose(thin["w"], full["w"][:, 3::4], rtol=1e-5, atol=1e-6)
@@ -67,7 +67,7 @@ _SCRIPT = textwrap.dedent(
     one = sharding.chain_mesh(jax.devices()[:1])
     two = sharding.chain_mesh()
     a, sa = mcmc.nuts(jax.random.key(0), models.narrow_network, kw, mesh=two, chunk_size=5,
-                      cache_dir=None, **budget)
+                      cache=False, **budget)
     b, sb = mcmc.nuts(jax.random.key(0), models.narrow_network, kw, mesh=one, **budget)
     assert a["w"].shape == b["w"].shape == (3, 10, 2), a["w"].shape
     assert sa["step_size"].shape == (3,)

@@ -94,7 +94,7 @@ def run_prior_scales(
             raise ValueError(f"profile {cfg.profile} names no results folder: pass --out")
         print(f"prior-scale cells (profile {cfg.profile}, seed {cfg.seed}) -> {folder}", flush=True)
         return study.prior_scale_study(
-            **arguments, cache_dir=cfg.cache, results_dir=folder,
+            **arguments, cache=cfg.cache, results_dir=folder,
             profile=cfg.profile, progress=True, report=report,
         )  # fmt: skip
 
@@ -129,7 +129,7 @@ def run_many_chains(
         print(f"many-chain runs (profile {cfg.profile}, {n_chains} chains) -> {folder}", flush=True)
         return many_chains.seed_study(
             cfg, tuple(seeds or cfg.many_seeds), n_chains, results_dir=folder,
-            cache_dir=cfg.cache, profile=cfg.profile, report=report,
+            cache=cfg.cache, profile=cfg.profile, report=report,
         )  # fmt: skip
 
     return run_study(runs, "seeds")
@@ -172,7 +172,7 @@ def run_reference(
             num_kept=kept or cfg.num_kept, chunk_size=chunk or cfg.chunk_size,
             target_acceptance_rate=cfg.target_acceptance_rate,
             max_num_doublings=cfg.max_num_doublings, out=folder,
-            cache_dir=cache or cfg.cache, profile=cfg.profile, progress=True,
+            cache=cache or cfg.cache, profile=cfg.profile, progress=True,
         )  # fmt: skip
         for points, m in record["mixing"].items():
             verdict = "mixed" if m["mixed"] else "NOT mixed: " + "; ".join(m["reasons"])

@@ -22,7 +22,7 @@ from numpyro.infer import MCMC, NUTS
 from numpyro.infer.util import constrain_fn, initialize_model, potential_energy
 
 from bnn_posteriors.inference.optim import multistart_minimise
-from bnn_posteriors.store import cache
+from bnn_posteriors.store import cache as unit_cache
 from bnn_posteriors.util import validate
 
 
@@ -142,7 +142,7 @@ def nuts(
     target_acceptance_rate: float = 0.8,
     max_num_doublings: int = 10,
     chunk_size: int | None = None,
-    cache_dir: bool | Path | None = False,
+    cache: bool | Path = False,
     progress: bool = False,
     thinning: int = 1,
     mesh=None,
@@ -162,7 +162,7 @@ def nuts(
 
     Long runs: ``chunk_size`` draws the samples in chunks of that many steps after the
     adaptation (the same draws as one run: every draw has its own key), with a progress
-    bar (``progress``); with ``cache_dir`` (a directory, or True for the default one; False: none,
+    bar (``progress``); with ``cache`` (a directory, or True for the default one; False: none,
     :func:`bnn_posteriors.store.cache.cache_location`) the
     adaptation and every chunk are units of :func:`bnn_posteriors.store.cache.cached` (version
     :data:`CACHE_VERSION`), so an interrupted run resumes at its last finished chunk.
@@ -177,13 +177,13 @@ def nuts(
 
     ``warmup_stats``: ``stats`` also hold ``warmup_num_steps`` (chains, num_warmup), the
     leapfrog steps of every adaptation step, so that a caller can count every gradient the
-    run spent; only for a run in one program (no ``chunk_size``, no ``cache_dir``).
+    run spent; only for a run in one program (no ``chunk_size``, no ``cache``).
     """
     _check_inputs("nuts", model_kwargs, num_chains, num_warmup, num_samples, 1)  # adaptation
-    directory = cache.cache_location(cache_dir)
+    directory = unit_cache.cache_location(cache)
     if warmup_stats and (chunk_size is not None or directory is not None):
         raise ValueError(
-            "nuts: warmup_stats needs a run in one program: chunk_size and cache_dir must be unset"
+            "nuts: warmup_stats needs a run in one program: chunk_size and cache must be unset"
         )
     validate.positive_int("max_num_doublings", max_num_doublings, where="nuts")
     thinning = validate.positive_int("thinning", thinning, where="nuts")
@@ -263,8 +263,8 @@ def _nuts_in_chunks(adapt, sample, inputs, settings, chunk_size, directory, prog
     keys_warm, keys, positions, arrays = inputs
     parts = {
         **settings,
-        "keys_warm": cache.key_data(keys_warm),
-        "keys": cache.key_data(keys),
+        "keys_warm": unit_cache.key_data(keys_warm),
+        "keys": unit_cache.key_data(keys),
         "positions": jax.tree.map(np.asarray, positions),
         "arrays": jax.tree.map(np.asarray, arrays),
     }
@@ -272,7 +272,9 @@ def _nuts_in_chunks(adapt, sample, inputs, settings, chunk_size, directory, prog
     def unit(name, extra, compute):
         if directory is None:
             return compute()
-        return cache.cached(name, {**parts, **extra}, compute, directory, version=CACHE_VERSION)
+        return unit_cache.cached(
+            name, {**parts, **extra}, compute, directory, version=CACHE_VERSION
+        )
 
     adapted = unit(
         "nuts-adapt", {}, lambda: jax.tree.map(np.asarray, adapt(keys_warm, positions, arrays))

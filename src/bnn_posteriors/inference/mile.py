@@ -14,7 +14,7 @@ clip(exp f_1(x), 1e-6, 1e6): the authors' ``regr`` task of [SAP] Figs. 1, 5, 7, 
 positions have no ``log_sigma`` site; or, with ``likelihood="categorical"``, of the classifier
 :func:`bnn_posteriors.models.numpyro_models.mlp_classification` (no ``log_sigma`` site either).
 
-Long runs resume: with ``cache_dir`` each chain's tuning and each chain's sampling is a
+Long runs resume: with ``cache`` each chain's tuning and each chain's sampling is a
 unit of :func:`bnn_posteriors.store.cache.cached` under version :data:`CACHE_VERSION`, so an
 interrupted run recomputes only the chains that did not finish.
 
@@ -57,7 +57,7 @@ from bnn_posteriors.inference.sharding import (  # noqa: F401  (re-exported, see
 )
 from bnn_posteriors.models import nets
 from bnn_posteriors.models import numpyro_models as models
-from bnn_posteriors.store import cache
+from bnn_posteriors.store import cache as unit_cache
 from bnn_posteriors.util import validate
 from bnn_posteriors.util.validate import positive, positive_int
 
@@ -201,15 +201,17 @@ def _per_chain(name, parts, compute, directory):
         return compute(list(range(len(parts))))
     version = CACHE_VERSION
     missing = [
-        i for i, p in enumerate(parts) if not cache.is_cached(name, p, directory, version=version)
+        i
+        for i, p in enumerate(parts)
+        if not unit_cache.is_cached(name, p, directory, version=version)
     ]
     fresh = dict(zip(missing, compute(missing), strict=True)) if missing else {}
 
     def from_store(i):
         if i in fresh:
-            return cache.cached(name, parts[i], lambda: fresh[i], directory, version=version)
+            return unit_cache.cached(name, parts[i], lambda: fresh[i], directory, version=version)
         recompute = lambda: _recompute_error(name)  # noqa: E731
-        return cache.cached(name, parts[i], recompute, directory, version=version)
+        return unit_cache.cached(name, parts[i], recompute, directory, version=version)
 
     return [from_store(i) for i in range(len(parts))]
 
@@ -233,7 +235,7 @@ def run_bde(
     devices=None,
     chunks: int = 20,
     progress: bool = False,
-    cache_dir: bool | Path | None = False,
+    cache: bool | Path = False,
     heteroscedastic: bool = False,
     likelihood: str = "gaussian",
 ):
@@ -246,7 +248,7 @@ def run_bde(
     the three phases of :mod:`bnn_posteriors.inference.mclmc`; then ``sampling_steps`` MCLMC
     steps of which every ``thinning``-th is kept. Full batch. Chains are sharded over ``devices``
     (default: all); ``chunks`` splits the tuning loop for the progress bar (``progress``,
-    to stderr). ``cache_dir``: False (no cache), True (the default cache directory) or a
+    to stderr). ``cache``: False (no cache), True (the default cache directory) or a
     directory (:func:`bnn_posteriors.store.cache.cache_location`): each chain's tuning and
     sampling is then a resumable unit (version :data:`CACHE_VERSION`). ``heteroscedastic``:
     the two-output model of :func:`log_density` (``widths`` = (d_in, hidden..., 2)); warm
@@ -260,7 +262,7 @@ def run_bde(
     samples): Var[ΔE]/d over each thinning window.
     """
     widths = nets.check_widths(widths)
-    directory = cache.cache_location(cache_dir)
+    directory = unit_cache.cache_location(cache)
     validate.check_likelihood(likelihood, where="run_bde")
     categorical = likelihood == "categorical"
     if categorical:
@@ -331,7 +333,7 @@ def run_bde(
         {
             **config,
             "prior_scale": float(scales[i] if per_chain else scales),
-            "key": cache.key_data(keys[i]),
+            "key": unit_cache.key_data(keys[i]),
             "start": np.asarray(z0[i]),
         }
         for i in range(n_chains)

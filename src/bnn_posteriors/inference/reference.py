@@ -92,7 +92,7 @@ def run(
     num_samples: int,
     num_kept: int | None = None,
     chunk_size: int | None = None,
-    cache_dir: bool | Path | None = False,
+    cache: bool | Path = False,
     progress: bool = False,
     devices=None,
     target_acceptance_rate: float = 0.8,
@@ -103,7 +103,7 @@ def run(
     ``num_chains`` NUTS chains (NumPyro's uniform starts on [−2, 2], one key per chain),
     ``num_warmup`` adaptation steps, ``num_samples`` draws each, thinned to ``num_kept``
     per chain (``num_samples`` must be a multiple of it; default all), sharded over
-    ``devices`` (default: all devices). ``chunk_size`` and ``cache_dir``: the resumable
+    ``devices`` (default: all devices). ``chunk_size`` and ``cache``: the resumable
     chunks of :func:`~bnn_posteriors.inference.mcmc.nuts` (``chunk_size`` a multiple of the
     thinning). ``points``: named inputs (n_k, d) where the predictive is stored.
 
@@ -125,7 +125,7 @@ def run(
     samples, stats = mcmc.nuts(
         rng_key, spec.model, spec.kwargs(x_train, y_train),
         num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
-        thinning=num_samples // num_kept, chunk_size=chunk_size, cache_dir=cache_dir,
+        thinning=num_samples // num_kept, chunk_size=chunk_size, cache=cache,
         progress=progress, mesh=sharding.chain_mesh(devices),
         target_acceptance_rate=target_acceptance_rate, max_num_doublings=max_num_doublings,
     )  # fmt: skip

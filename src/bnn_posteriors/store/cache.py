@@ -65,12 +65,12 @@ def cache_dir() -> Path:
 
 
 def cache_location(cache: bool | Path | str | None) -> Path | None:
-    """The folder a long run's ``cache`` argument names, or None for no cache.
+    """The folder a long run's ``cache`` argument (``bool | Path``) names, or None for no cache.
 
-    ``True``: the default folder (:func:`cache_dir`); a path: that folder; ``False`` (or
-    None, the older spelling): no cache, the run computes everything in one go. The one
-    decoding of that argument for every resumable computation. ``TypeError`` for anything
-    else, ``ValueError`` for an empty path.
+    ``True``: the default folder (:func:`cache_dir`); a path (or a str): that folder;
+    ``False``: no cache, the run computes everything in one go. None, the older spelling of
+    False, is still accepted silently. The one decoding of that argument for every resumable
+    computation. ``TypeError`` for anything else, ``ValueError`` for an empty path.
     """
     if cache is None or cache is False:
         return None

@@ -8,6 +8,7 @@ W1 (H, d) is ``params[0]["W"].T`` and w2 (H,) is ``params[1]["W"][:, 0]``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -243,7 +244,7 @@ def sample_posterior(
     target_acceptance_rate: float,
     max_tree_depth: int,
     chunk_size: int | None = None,
-    cache_dir=None,
+    cache: bool | Path = False,
     progress: bool = False,
 ) -> dict:
     """NUTS on the bias-free two-layer ReLU regression net, warm-started ([SAP] App. D.2).
@@ -253,7 +254,7 @@ def sample_posterior(
     log σ sampled. Returns ``u`` (chains, draws, H, d) (:func:`group_hadamard`), the paper's
     ``W1`` (chains, draws, H, d) and ``w2`` (chains, draws, H), ``sigma`` (chains, draws),
     the sampler's ``stats`` and the warm starts' final ``potential`` (chains,).
-    ``chunk_size``, ``cache_dir``, ``progress``: a long run in resumable chunks of draws
+    ``chunk_size``, ``cache``, ``progress``: a long run in resumable chunks of draws
     (:func:`mcmc.nuts`).
     """
     kwargs = {
@@ -282,7 +283,7 @@ def sample_posterior(
         target_acceptance_rate=target_acceptance_rate,
         max_num_doublings=max_tree_depth,
         chunk_size=chunk_size,
-        cache_dir=cache_dir,
+        cache=cache,
         progress=progress,
     )
     samples = jax.tree_util.tree_map(np.asarray, samples)

@@ -84,7 +84,7 @@ def test_sample_widths_splits_each_key_by_width_and_passes_the_settings(monkeypa
             jax.random.key_data(jax.random.split(key_nuts, 2)[i]).tolist()
         )
         assert kwargs["num_samples"] == 40 and kwargs["max_tree_depth"] == 3
-        assert kwargs["prior_scale"] == CFG.tau and kwargs["cache_dir"] is None
+        assert kwargs["prior_scale"] == CFG.tau and kwargs["cache"] is False
     with pytest.raises(ValueError, match="widths_hidden"):
         posterior_runs.sample_widths(key_warm, key_nuts, x, y, SimpleNamespace(widths_hidden=()))
 

@@ -116,12 +116,12 @@ def test_fit_width_in_cached_groups_equals_one_batch_and_resumes(tmp_path, monke
     kw = dict(width=3, fit=fit, eval_samples=8, likelihood="categorical")
     args = (keys, mi, x, y, x[:5], y[:5], jax.random.PRNGKey(1))
     whole = sx.fit_width(*args, **kw)
-    grouped = sx.fit_width(*args, chunk=3, cache_dir=tmp_path, **kw)  # groups of 3 and 1
+    grouped = sx.fit_width(*args, chunk=3, cache=tmp_path, **kw)  # groups of 3 and 1
     for name in ("elbo", "mi", "test_ll", "accuracy"):
         np.testing.assert_allclose(grouped[name], whole[name], rtol=1e-4, atol=1e-5)
     assert len(list(tmp_path.rglob("*.npz"))) == 2
     monkeypatch.setattr(sx, "_fit_runs", lambda *a, **k: pytest.fail("recomputed a cached group"))
-    again = sx.fit_width(*args, chunk=3, cache_dir=tmp_path, **kw)
+    again = sx.fit_width(*args, chunk=3, cache=tmp_path, **kw)
     np.testing.assert_array_equal(again["elbo"], grouped["elbo"])
     with pytest.raises(ValueError, match="chunk"):
         sx.fit_width(*args, chunk=0, **kw)

@@ -96,21 +96,21 @@ def test_snelson_repeats_fold_in_the_index_and_resume_from_the_cache(tmp_path, m
     plain = mbx.snelson_repeats(KEY, problem, [2, 5], **settings)
     assert plain == [mbx.snelson_repeat(jax.random.fold_in(KEY, r), problem, **settings)
                      for r in (2, 5)]  # fmt: skip
-    cached = mbx.snelson_repeats(KEY, problem, [2, 5], cache_dir=tmp_path, **settings)
+    cached = mbx.snelson_repeats(KEY, problem, [2, 5], cache=tmp_path, **settings)
     np.testing.assert_allclose([list(m.values()) for m in cached],
                                [list(m.values()) for m in plain], rtol=1e-6)  # fmt: skip
     assert len(list((tmp_path / "mbnn-snelson-repeat").glob("*.npz"))) == 2
     # a second run reads every repeat from disk: nothing is computed
     monkeypatch.setattr(mbx, "snelson_repeat", lambda *a, **k: pytest.fail("recomputed"))
-    assert mbx.snelson_repeats(KEY, problem, [2, 5], cache_dir=tmp_path, **settings) == cached
+    assert mbx.snelson_repeats(KEY, problem, [2, 5], cache=tmp_path, **settings) == cached
     monkeypatch.setenv("BNN_CACHE_DIR", str(tmp_path))  # True: the default cache folder
-    assert mbx.snelson_repeats(KEY, problem, [2, 5], cache_dir=True, **settings) == cached
+    assert mbx.snelson_repeats(KEY, problem, [2, 5], cache=True, **settings) == cached
     with pytest.raises(pytest.fail.Exception, match="recomputed"):  # False: no cache
-        mbx.snelson_repeats(KEY, problem, [2], cache_dir=False, **settings)
+        mbx.snelson_repeats(KEY, problem, [2], cache=False, **settings)
     # other settings are other units
     for other in ({"map_steps": 21}, {"walk_fn": partial(WALK, ae_updates=21)}):
         with pytest.raises(pytest.fail.Exception, match="recomputed"):
-            mbx.snelson_repeats(KEY, problem, [2], cache_dir=tmp_path, **{**settings, **other})
+            mbx.snelson_repeats(KEY, problem, [2], cache=tmp_path, **{**settings, **other})
 
 
 def test_uci_run_table_and_wins(monkeypatch):

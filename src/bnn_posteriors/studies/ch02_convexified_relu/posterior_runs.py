@@ -52,7 +52,7 @@ def sample_widths(key_warm, key_nuts, x, y, cfg) -> dict:
             target_acceptance_rate=cfg.target_acceptance_rate,
             max_tree_depth=cfg.max_tree_depth,
             chunk_size=cfg.nuts_chunk,
-            cache_dir=True if cfg.cache else None,
+            cache=bool(cfg.cache),
         )
         for width, k_warm, k_nuts in zip(
             widths, jax.random.split(key_warm, n), jax.random.split(key_nuts, n), strict=True

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import math
 import sys
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -38,7 +39,7 @@ from bnn_posteriors.models import nets
 from bnn_posteriors.models import numpyro_models as models
 from bnn_posteriors.models.symmetry import permutations
 from bnn_posteriors.site import tables
-from bnn_posteriors.store import cache
+from bnn_posteriors.store import cache as unit_cache
 from bnn_posteriors.util import validate
 
 GAINS = ("elbo", "post_hoc", "training", "test_ll", "accuracy")
@@ -178,7 +179,7 @@ def fit_width(
     fit: dict,
     eval_samples: int,
     chunk: int | None = None,
-    cache_dir=None,
+    cache: bool | Path = False,
     **model_kw,
 ) -> dict:
     """Runs of :func:`.symmetrised.fit_mean_field` (``fit``: its settings) at one width, scored.
@@ -188,9 +189,10 @@ def fit_width(
     noise_scale, activation. Every run is evaluated with ``eval_key`` (:func:`evaluate`).
 
     ``chunk``: fit the runs in consecutive groups of this many (vmapped within a group; None:
-    all at once). ``cache_dir`` (a folder, or True for the default of
-    :mod:`bnn_posteriors.store.cache`): each group is a resumable unit, so a long run that is
-    interrupted keeps its finished groups; a progress bar on stderr counts the groups.
+    all at once). ``cache`` (a folder, or True for the default of
+    :mod:`bnn_posteriors.store.cache`; False: none): each group is a resumable unit, so a long
+    run that is interrupted keeps its finished groups; a progress bar on stderr counts the
+    groups.
 
     Returns per run (leading axis R): ``q``, ``elbo``, ``mi`` (exact I, or Î_K of
     :func:`.symmetrised.infonce_bound` with the K of ``fit["num_perms"]`` if given: the
@@ -207,7 +209,7 @@ def fit_width(
     args = (x, y, x_test, y_test, eval_key)
     settings = dict(width=width, fit=fit, eval_samples=eval_samples, **model_kw)
     groups = [slice(i, min(i + size, n_runs)) for i in range(0, n_runs, size)]
-    directory = cache.cache_location(cache_dir)
+    directory = unit_cache.cache_location(cache)
     if directory is None and len(groups) == 1:
         return _fit_runs(rng_keys, mi_weights, *args, **settings)
     from tqdm.auto import tqdm
@@ -222,10 +224,13 @@ def fit_width(
         if directory is None:
             outs.append(compute())
             continue
-        parts = dict(keys=cache.key_data(rng_keys[g]), mi_weights=np.asarray(mi_weights[g]),
-                     data=[np.asarray(a) for a in args[:4]], eval_key=cache.key_data(eval_key),
-                     settings=settings)  # fmt: skip
-        outs.append(cache.cached("sym_fit_width", parts, compute, directory, version=FIT_VERSION))
+        parts = dict(keys=unit_cache.key_data(rng_keys[g]),
+                     mi_weights=np.asarray(mi_weights[g]),
+                     data=[np.asarray(a) for a in args[:4]],
+                     eval_key=unit_cache.key_data(eval_key), settings=settings)  # fmt: skip
+        outs.append(
+            unit_cache.cached("sym_fit_width", parts, compute, directory, version=FIT_VERSION)
+        )
     outs = [{**out, "q": MeanField(**out["q"])} for out in outs]
     return jax.tree.map(lambda *a: np.concatenate([np.asarray(v) for v in a]), *outs)
 

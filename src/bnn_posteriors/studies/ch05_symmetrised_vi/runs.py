@@ -137,7 +137,7 @@ def mnist_runs(key_fit, key_eval, arrays, cfg) -> dict:
             fit=settings,
             eval_samples=cfg.eval_samples // 4,
             chunk=cfg.mnist_chunk,
-            cache_dir=True if cfg.cache else None,  # resumable groups of fits in the full profile
+            cache=bool(cfg.cache),  # resumable groups of fits in the full profile
             **model_kw,
         )
         for w in cfg.mnist_widths

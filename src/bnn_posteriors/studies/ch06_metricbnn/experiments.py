@@ -29,7 +29,7 @@ from bnn_posteriors.evaluation import cost, metrics
 from bnn_posteriors.evaluation.predictive import class_probs, entropy
 from bnn_posteriors.inference import laplace, map_estimate, metricbnn
 from bnn_posteriors.models import cnn, nets
-from bnn_posteriors.store import cache
+from bnn_posteriors.store import cache as unit_cache
 
 _relu_net = partial(nets.mlp_apply, activation_name="relu")
 
@@ -220,12 +220,12 @@ SNELSON_VERSION = "snelson-repeat-1"  # bump when a repeat's result can change (
 
 
 def snelson_repeats(rng_key, problem: GapRegression, repeats: Sequence[int], *,
-                    cache_dir: bool | Path = False, **repeat_kw) -> list[dict]:  # fmt: skip
+                    cache: bool | Path = False, **repeat_kw) -> list[dict]:  # fmt: skip
     """:func:`snelson_repeat` for each r in ``repeats`` with the key ``fold_in(rng_key, r)``.
 
     ``repeat_kw``: its settings (``walk_fn`` a partial of
     :func:`~bnn_posteriors.inference.metricbnn.walk_and_embed`, ``widths``, ...).
-    ``cache_dir`` (a folder, True for the default of :mod:`bnn_posteriors.store.cache`, False for
+    ``cache`` (a folder, True for the default of :mod:`bnn_posteriors.store.cache`, False for
     none: :func:`~bnn_posteriors.store.cache.cache_location`): each
     repeat is a resumable unit, keyed on its key, the problem's data, its network and the
     settings, so an interrupted run keeps its finished repeats; a progress bar on stderr
@@ -233,12 +233,12 @@ def snelson_repeats(rng_key, problem: GapRegression, repeats: Sequence[int], *,
     """
     from tqdm.auto import tqdm
 
-    directory = cache.cache_location(cache_dir)
+    directory = unit_cache.cache_location(cache)
     problem_parts = dict(x=np.asarray(problem.x), y=np.asarray(problem.y),
                          x_gap=np.asarray(problem.x_gap), y_gap=np.asarray(problem.y_gap),
                          noise_scale=float(problem.noise_scale),
-                         apply_fn=cache.function_name(problem.apply_fn))  # fmt: skip
-    settings = {k: cache.function_name(v) if callable(v) else v for k, v in repeat_kw.items()}
+                         apply_fn=unit_cache.function_name(problem.apply_fn))  # fmt: skip
+    settings = {k: unit_cache.function_name(v) if callable(v) else v for k, v in repeat_kw.items()}
     out = []
     bar = tqdm(list(repeats), desc="Snelson MAPs", unit="MAP", file=sys.stderr,
                disable=directory is None)  # fmt: skip
@@ -251,8 +251,8 @@ def snelson_repeats(rng_key, problem: GapRegression, repeats: Sequence[int], *,
         if directory is None:
             out.append(compute())
             continue
-        parts = dict(key=cache.key_data(key), problem=problem_parts, settings=settings)
-        unit = cache.cached("mbnn-snelson-repeat", parts, compute, directory,
+        parts = dict(key=unit_cache.key_data(key), problem=problem_parts, settings=settings)
+        unit = unit_cache.cached("mbnn-snelson-repeat", parts, compute, directory,
                             version=SNELSON_VERSION)  # fmt: skip
         out.append({k: float(v) for k, v in unit.items()})
     return out

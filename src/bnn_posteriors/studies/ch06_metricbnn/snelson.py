@@ -247,7 +247,7 @@ def per_map_metrics(repeat_key, run: SnelsonWalk, cfg, walk) -> dict:
         repeat_key,
         run.problem,
         range(1, cfg.snelson_repeats),
-        cache_dir=cfg.cache,
+        cache=cfg.cache,
         walk_fn=partial(
             walk, num_steps=cfg.snelson_steps, drift=cfg.snelson_drift, ae_updates=cfg.ae_updates
         ),

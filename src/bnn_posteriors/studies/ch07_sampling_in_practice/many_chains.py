@@ -155,7 +155,7 @@ def seed_settings(cfg, seed: int, n_chains: int) -> dict:
     )
 
 
-def seed_run(settings: dict, *, cache_dir: bool | Path = False) -> dict:
+def seed_run(settings: dict, *, cache: bool | Path = False) -> dict:
     """Chapter 7's many-chain run under ``settings["seed"]`` with the chapter's keys and streams.
 
     The ensemble and the chains take the fourth and fifth of six keys split from
@@ -182,7 +182,7 @@ def seed_run(settings: dict, *, cache_dir: bool | Path = False) -> dict:
         tuning_steps=s["tuning_steps"],
         sampling_steps=s["sampling_steps"],
         thinning=s["thinning"],
-        cache_dir=cache_dir,
+        cache=cache,
     )
     sat = chain_saturation(
         rng, split.y_test, run["mean"], run["sigma"], n_orderings=s["n_orderings"]
@@ -214,7 +214,7 @@ def seed_study(
     n_chains: int,
     *,
     results_dir=None,
-    cache_dir: bool | Path = False,
+    cache: bool | Path = False,
     profile: str | None = None,
     report=None,
 ) -> list[dict]:
@@ -227,7 +227,7 @@ def seed_study(
         run = parts.resumed_part(
             None if results_dir is None else seed_path(results_dir, s),
             s,
-            lambda s=s: seed_run(s, cache_dir=cache_dir),
+            lambda s=s: seed_run(s, cache=cache),
             profile=profile,
         )
         if report is not None:

@@ -81,14 +81,12 @@ def cell_settings(
     )
 
 
-def prior_scale_cell(
-    settings: dict, *, cache_dir: bool | Path = False, progress: bool = False
-) -> dict:
+def prior_scale_cell(settings: dict, *, cache: bool | Path = False, progress: bool = False) -> dict:
     """Test LPPD and RMSE of MILE with prior N(0, s²) for every s of the cell's grid.
 
     ``settings`` from :func:`cell_settings`. The ensemble of ``n_chains`` members uses
     :func:`cell_key` and the chains ``fold_in`` of it with 1; networks have ``depth`` hidden
-    layers of ``width`` units. ``cache_dir`` and ``progress`` go to :func:`mile.run_bde`.
+    layers of ``width`` units. ``cache`` and ``progress`` go to :func:`mile.run_bde`.
     Returns ``{"settings", "lppd", "rmse", "chain_lppd", "wall_s"}``: per scale the test
     LPPD of the cell's ensemble of chains and the RMSE of its mean; per warm start k and
     scale the LPPD of chain k alone (n_chains, len(grid)); the wall time in seconds.
@@ -120,7 +118,7 @@ def prior_scale_cell(
         tuning_steps=s["tuning_steps"],
         sampling_steps=s["sampling_steps"],
         thinning=s["thinning"],
-        cache_dir=cache_dir,
+        cache=cache,
         progress=progress,
     )
     m, sd = (np.asarray(a) for a in mile.predict(out["samples"], sp.x_test))
@@ -194,7 +192,7 @@ def prior_scale_study(
     depths: Sequence[int],
     grid: Sequence[float],
     *,
-    cache_dir: bool | Path = False,
+    cache: bool | Path = False,
     results_dir: Path | str | None = None,
     profile: str | None = None,
     progress: bool = False,
@@ -217,7 +215,7 @@ def prior_scale_study(
             cell = parts.resumed_part(
                 None if results_dir is None else cell_path(results_dir, s),
                 s,
-                lambda s=s: prior_scale_cell(s, cache_dir=cache_dir, progress=progress),
+                lambda s=s: prior_scale_cell(s, cache=cache, progress=progress),
                 profile=profile,
             )
             if report is not None:

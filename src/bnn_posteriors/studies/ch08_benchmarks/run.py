@@ -196,11 +196,11 @@ def _mfvi_unit(key, split: data.Split, s: Mapping) -> dict:
 
 
 def _mile_unit(
-    key, split: data.Split, s: Mapping, progress: bool = False, cache_dir: bool | Path = True
+    key, split: data.Split, s: Mapping, progress: bool = False, cache: bool | Path = True
 ) -> dict:
     """DE, BDE(1) and BDE(10) of one split. With ``s["mile_resumable"]`` MILE runs chunked,
     with a progress bar (``progress``) and each chain's tuning and sampling cached in
-    ``cache_dir`` (the same chains as the one-program run, up to round-off)."""
+    ``cache`` (the same chains as the one-program run, up to round-off)."""
     from bnn_posteriors.inference import ensembles, mile
 
     widths = _widths(split, s["widths_hidden"])
@@ -231,7 +231,7 @@ def _mile_unit(
         key_bde, split.x_train, split.y_train, starts, widths=widths,
         prior_scale=s["prior_scale"], tuning_steps=int(s["tuning_steps"]),
         sampling_steps=int(s["sampling_steps"]), thinning=int(s["thinning"]),
-        progress=progress and resumable, cache_dir=cache_dir if resumable else None,
+        progress=progress and resumable, cache=cache if resumable else False,
     )  # fmt: skip
     bde_means, bde_sigma = mile.predict(bde["samples"], jnp.asarray(split.x_test, jnp.float32))
     bde10 = mixture_scores(y_test, bde_means, bde_sigma)
@@ -276,7 +276,7 @@ def run_unit(
         start = time.perf_counter()
         split_data = data.load_split(dataset, split, n_max=parts["n_max"])
         key = _unit_key(parts["seed"], dataset, split, unit)
-        extra = {"progress": progress, "cache_dir": directory or True} if unit == "mile" else {}
+        extra = {"progress": progress, "cache": directory or True} if unit == "mile" else {}
         result = _COMPUTE[unit](key, split_data, parts, **extra)
         computed.append(True)
         return {

@@ -59,7 +59,7 @@ def build(
     target_acceptance_rate: float = 0.8,
     max_num_doublings: int = 10,
     out: Path | str | None = None,
-    cache_dir: bool | Path | None = True,
+    cache: bool | Path = True,
     profile: str | None = None,
     progress: bool = False,
     devices=None,
@@ -79,7 +79,7 @@ def build(
     start = time.perf_counter()
     result = reference.run(
         problem_key(seed, name), prob.spec, prob.x_train, prob.y_train, prob.points(),
-        cache_dir=cache_dir, progress=progress, devices=devices, **settings,
+        cache=cache, progress=progress, devices=devices, **settings,
     )  # fmt: skip
     wall = time.perf_counter() - start
     mixing = {
