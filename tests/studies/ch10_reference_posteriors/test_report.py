@@ -134,6 +134,7 @@ def test_leaderboard_table_orders_by_distance():
     ) and "No scored part" in report.leaderboard_table(rows, "zz")
 
 
+@pytest.mark.filterwarnings("error")  # a warning would land in the chapter's output as stderr
 def test_figures(refs):
     _, arrays = refs
     rows = _rows()

@@ -20,7 +20,11 @@ def fidelity_vs_cost(
     over seeds) against its cost in FLOPs, both on log axes; the dashed line is the
     reference's floor (its two halves of chains). Returns the figure."""
     fig, axes = plt.subplots(
-        1, len(problem_names), figsize=(4.6 * len(problem_names), 3.8), squeeze=False
+        1,
+        len(problem_names),
+        figsize=(4.6 * len(problem_names), 4.2),
+        squeeze=False,
+        layout="constrained",
     )
     methods = list(score.METHODS)
     for ax, problem in zip(axes[0], problem_names, strict=True):
@@ -58,15 +62,14 @@ def fidelity_vs_cost(
             if lab not in handles:
                 handles[lab] = h
                 labels.append(lab)
+    # "outside": the figure's layout engine (constrained, plotting.use_style) makes room for it
     fig.legend(
         [handles[lab] for lab in labels],
         labels,
-        loc="lower center",
+        loc="outside lower center",
         ncol=min(len(labels), 5),
         frameon=False,
-        bbox_to_anchor=(0.5, -0.02 - 0.05 * ((len(labels) - 1) // 5)),
     )
-    fig.tight_layout(rect=(0, 0.06 + 0.05 * ((len(labels) - 1) // 5), 1, 1))
     return fig
 
 
@@ -87,6 +90,7 @@ def _panels(n: int, ncols: int, size: tuple[float, float]):
         sharex=True,
         sharey=True,
         squeeze=False,
+        layout="constrained",
     )
     for ax in axes.ravel()[n:]:
         ax.set_visible(False)
@@ -131,7 +135,6 @@ def regression_bands(
     lo, hi = np.percentile(np.concatenate([prob.y_train, prob.y_test]), [0, 100])
     axes[0].set_ylim(lo - 1.5 * (hi - lo) / 2, hi + 1.5 * (hi - lo) / 2)
     axes[0].legend(frameon=False, fontsize=7, loc="lower left")
-    fig.tight_layout()
     return fig
 
 
