@@ -253,7 +253,7 @@ def _fit_runs(rng_keys, mi_weights, x, y, x_test, y_test, eval_key, *, width, fi
         )
         out["extra"] = np.asarray(outputs[:, :, n_test:])
     else:
-        probs = np.asarray(ev["predictive"], dtype=np.float64)
+        probs = np.array(ev["predictive"], dtype=np.float64)  # a writable copy, also under x64
         probs /= probs.sum(-1, keepdims=True)
         out["test_ll"] = np.array([-metrics.categorical_nll(p, y_test) for p in probs])
         out["accuracy"] = np.array([metrics.accuracy(p, y_test) for p in probs])
