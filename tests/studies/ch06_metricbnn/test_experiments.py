@@ -135,6 +135,34 @@ def test_uci_run_table_and_wins(monkeypatch):
     assert mbx.wins_over(table, "LA", names=("a", "b")) == {"a": True, "b": False}
 
 
+def test_uci_fit_probs_and_settings(monkeypatch, tiny_cfg):
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(50, 2)).astype(np.float32)
+    y = (x[:, 0] + x[:, 1] > 0).astype(np.int32)
+    split = (x[:30], y[:30], None, None, x[30:], y[30:])
+    monkeypatch.setattr(mbx.data, "load_uci_classification", lambda name, seed: split)
+    cfg = tiny_cfg()
+    settings = mbx.uci_settings(cfg, mbx.walker(cfg))
+    assert settings["hidden"] == cfg.uci_hidden and settings["num_samples"] == cfg.pred_samples
+    assert settings["walk_fn"].keywords["num_steps"] == cfg.uci_steps
+    fit = mbx.uci_fit("toy", 0, KEY, **settings)
+    n_params = sum(a.size for a in jax.tree.leaves(fit.params))
+    assert {k: v.shape for k, v in fit.samples.items()} == {
+        "LA": (cfg.pred_samples, n_params), "MetricBNN": (cfg.pred_samples, n_params)
+    }  # fmt: skip
+    assert set(fit.seconds) == {"LA", "Lin LA", "MetricBNN"} and fit.x_test.shape == (20, 2)
+    probs = mbx.uci_probs(fit, x[:7])
+    assert set(probs) == {"MAP", "LA", "Lin LA", "MetricBNN"}
+    for p, sec in probs.values():
+        assert p.shape == (7, 2) and sec >= 0
+        np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)
+    # uci_run is uci_fit then uci_probs on the test set: the same NLLs from the same key
+    run = mbx.uci_run("toy", 0, KEY, **settings)
+    test = mbx.uci_probs(fit, fit.x_test)
+    for m in ("MAP", "LA", "Lin LA", "MetricBNN"):
+        assert run[m][0] == pytest.approx(mbx.metrics.categorical_nll(test[m][0], y[30:]))
+
+
 def test_banana_entropies_shapes_and_bounds():
     rng = np.random.default_rng(2)
     x = jnp.asarray(rng.normal(size=(40, 2)), jnp.float32)

@@ -261,7 +261,29 @@ def snelson_repeats(rng_key, problem: GapRegression, repeats: Sequence[int], *,
 # ----------------------------------------------------------------------------- UCI, Table 1
 
 
-def uci_run(
+@dataclass(frozen=True, eq=False)
+class UciFit:
+    """One split of a UCI classification set through [MBNN] Table 1's pipeline, before
+    prediction.
+
+    ``params`` the MAP (pytree) and ``unravel`` (flat θ → pytree); ``posterior`` the
+    full-GGN LA with the prior precision by the evidence; ``samples``: "LA" (sampled LA) and
+    "MetricBNN" → θ_s (S, P); ``seconds``: "LA", "Lin LA", "MetricBNN" → wall time after the
+    MAP of the fit and its draws; the split's x_train (n, d), y_train (n,), x_test, y_test.
+    """
+
+    params: Any
+    unravel: Callable
+    posterior: Any
+    samples: dict
+    seconds: dict
+    x_train: jax.Array
+    y_train: jax.Array
+    x_test: jax.Array
+    y_test: jax.Array
+
+
+def uci_fit(
     name: str,
     seed: int,
     rng_key,
@@ -272,14 +294,11 @@ def uci_run(
     map_learning_rate: float,
     num_samples: int,
     walk_fn,
-) -> dict:
-    """One split of a UCI classification set ([MBNN] Table 1): method → (test NLL, seconds).
-
-    A ReLU MLP (``hidden`` widths) is trained to its MAP; then the sampled LA and the
-    linearised LA (full GGN, prior precision by the evidence) and MetricBNN (``walk_fn``,
-    then ``num_samples`` latent-posterior samples) predict the test set. Seconds are wall
-    time after the MAP; "MAP" is the MAP's own NLL (time 0). ``rng_key`` is split in four:
-    initialisation, LA samples, Alg. 1, latent samples.
+) -> UciFit:
+    """A ReLU MLP (``hidden`` widths) trained to its MAP on split ``seed`` of ``name``; then
+    the LA (full GGN, prior precision by the evidence) with ``num_samples`` draws, and
+    MetricBNN (``walk_fn``, then ``num_samples`` latent-posterior draws). ``rng_key`` is split
+    in four: initialisation, LA samples, Alg. 1, latent samples.
     """
     xtr, ytr, _, _, xte, yte = data.load_uci_classification(name, seed)
     xtr, xte = jnp.asarray(xtr, jnp.float32), jnp.asarray(xte, jnp.float32)
@@ -290,53 +309,82 @@ def uci_run(
                                  likelihood="categorical", prior_precision=prior_precision,
                                  num_steps=map_steps, learning_rate=map_learning_rate)  # fmt: skip
     t_map, unr = ravel_pytree(p_map)
-    out = {}
     t0 = time.perf_counter()
-    post_u = laplace.optimise_prior_precision(
+    post = laplace.optimise_prior_precision(
         laplace.laplace(p_map, xtr, ytr, likelihood="categorical")
     )
     t_fit = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    probs_la = class_probs(post_u.sample(k_la, num_samples), unr, _relu_net, xte)
-    out["LA"] = (metrics.categorical_nll(probs_la, yte), t_fit + time.perf_counter() - t1)
-    t1 = time.perf_counter()
-    nll_lin = metrics.categorical_nll(np.asarray(laplace.linearised_predictive(post_u, xte)), yte)
-    out["Lin LA"] = (nll_lin, t_fit + time.perf_counter() - t1)
     t0 = time.perf_counter()
-    loss_u = metricbnn.refinement_loss(unr, _relu_net, xtr, ytr, likelihood="categorical",
-                                       prior_precision=prior_precision)  # fmt: skip
-    _, lat, _ = walk_fn(k_mb, loss_u, t_map)
-    th = metricbnn.latent_sample(lat, k_s, num_samples)
-    nll_mb = metrics.categorical_nll(class_probs(th, unr, _relu_net, xte), yte)
-    out["MetricBNN"] = (nll_mb, time.perf_counter() - t0)
-    out["MAP"] = (metrics.categorical_nll(np.asarray(jax.nn.softmax(_relu_net(p_map, xte))), yte),
-                  0.0)  # fmt: skip
+    samples = {"LA": jax.block_until_ready(post.sample(k_la, num_samples))}
+    seconds = {"LA": t_fit + time.perf_counter() - t0, "Lin LA": t_fit}
+    t0 = time.perf_counter()
+    loss = metricbnn.refinement_loss(unr, _relu_net, xtr, ytr, likelihood="categorical",
+                                     prior_precision=prior_precision)  # fmt: skip
+    _, latent, _ = walk_fn(k_mb, loss, t_map)
+    samples["MetricBNN"] = jax.block_until_ready(metricbnn.latent_sample(latent, k_s, num_samples))
+    seconds["MetricBNN"] = time.perf_counter() - t0
+    return UciFit(p_map, unr, post, samples, seconds, xtr, ytr, xte, jnp.asarray(yte))
+
+
+def uci_probs(fit: UciFit, x) -> dict:
+    """Each method's predictive probabilities at x (m, d): method → (probs (m, C), seconds).
+
+    "MAP" softmax f(x; θ̂); "LA" the sampled LA's mean over its draws; "Lin LA" the
+    linearised LA; "MetricBNN" the mean over its draws; seconds: wall time of the prediction.
+    """
+    out = {"MAP": (np.asarray(jax.nn.softmax(_relu_net(fit.params, x))), 0.0)}
+    predict = {
+        "LA": lambda: class_probs(fit.samples["LA"], fit.unravel, _relu_net, x),
+        "Lin LA": lambda: np.asarray(laplace.linearised_predictive(fit.posterior, x)),
+        "MetricBNN": lambda: class_probs(fit.samples["MetricBNN"], fit.unravel, _relu_net, x),
+    }
+    for method, run in predict.items():
+        t0 = time.perf_counter()
+        probs = run()
+        out[method] = (probs, time.perf_counter() - t0)
     return out
+
+
+def uci_settings(cfg, walk) -> dict:
+    """The keywords of :func:`uci_fit` from the chapter's settings ``cfg`` (``uci_hidden``,
+    ``prior_precision``, ``uci_map_steps``, ``map_learning_rate``, ``pred_samples``) and
+    ``walk`` (:func:`walker`) with ``uci_steps``, ``uci_drift``, ``uci_ae_updates`` bound."""
+    walk_fn = partial(
+        walk, num_steps=cfg.uci_steps, drift=cfg.uci_drift, ae_updates=cfg.uci_ae_updates
+    )
+    return dict(
+        hidden=cfg.uci_hidden,
+        prior_precision=cfg.prior_precision,
+        map_steps=cfg.uci_map_steps,
+        map_learning_rate=cfg.map_learning_rate,
+        num_samples=cfg.pred_samples,
+        walk_fn=walk_fn,
+    )
+
+
+def uci_run(name: str, seed: int, rng_key, **settings) -> dict:
+    """One split of a UCI classification set ([MBNN] Table 1): method → (test NLL, seconds).
+
+    :func:`uci_fit` with ``settings`` (its keywords), then :func:`uci_probs` on the test set.
+    Seconds are wall time after the MAP (fit, draws and prediction); "MAP" is the MAP's own
+    NLL (time 0).
+    """
+    fit = uci_fit(name, seed, rng_key, **settings)
+    y = np.asarray(fit.y_test)
+    return {
+        m: (metrics.categorical_nll(probs, y), fit.seconds.get(m, 0.0) + sec)
+        for m, (probs, sec) in uci_probs(fit, fit.x_test).items()
+    }
 
 
 def uci_runs(keys, cfg, walk) -> dict:
     """:func:`uci_run` on every split ``cfg.uci_seeds`` of every set of
-    ``data.UCI_CLASSIFICATION``, with one key each (data sets outer); ``walk``:
-    :func:`walker`. Returns data set → list of runs (one per split)."""
+    ``data.UCI_CLASSIFICATION`` (:func:`uci_settings` of ``cfg`` and ``walk``), with one key
+    each (data sets outer). Returns data set → list of runs (one per split)."""
     keys = iter(keys)
-    walk_fn = partial(
-        walk, num_steps=cfg.uci_steps, drift=cfg.uci_drift, ae_updates=cfg.uci_ae_updates
-    )
+    settings = uci_settings(cfg, walk)
     return {
-        name: [
-            uci_run(
-                name,
-                seed,
-                next(keys),
-                hidden=cfg.uci_hidden,
-                prior_precision=cfg.prior_precision,
-                map_steps=cfg.uci_map_steps,
-                map_learning_rate=cfg.map_learning_rate,
-                num_samples=cfg.pred_samples,
-                walk_fn=walk_fn,
-            )
-            for seed in cfg.uci_seeds
-        ]
+        name: [uci_run(name, seed, next(keys), **settings) for seed in cfg.uci_seeds]
         for name in data.UCI_CLASSIFICATION
     }
 

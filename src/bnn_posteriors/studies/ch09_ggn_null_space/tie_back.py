@@ -5,7 +5,7 @@ Chapter 6 ({ref}`ch-metricbnn`, [MBNN] Table 1) finds the linearised LA ahead of
 its part in ker J_train (invisible to the linearised training predictions, moves the
 network's) and its part in the image of Jᵀ (moves both); C9.2 finds that the kernel part is
 what makes sampled LA underfit. Here, on UCI sets of chapter 6 with chapter 6's pipeline
-(:func:`..ch06_metricbnn.experiments.uci_run`: ReLU MLP, MAP, full-GGN LA with the evidence's
+(:func:`..ch06_metricbnn.experiments.uci_fit`: ReLU MLP, MAP, full-GGN LA with the evidence's
 δ, MetricBNN's Alg. 1 with the chapter's settings), the same split is measured for the
 samples of sampled LA and of MetricBNN, with each method's training and test NLL.
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -23,15 +22,11 @@ import numpy as np
 from bnn_posteriors.claims.checking import Evidence
 from bnn_posteriors.data import loaders
 from bnn_posteriors.evaluation import metrics
-from bnn_posteriors.evaluation.predictive import class_probs
 from bnn_posteriors.inference import ggn_null_space as ns
-from bnn_posteriors.inference import laplace, map_estimate, metricbnn
-from bnn_posteriors.models import nets
 from bnn_posteriors.site import tables
 from bnn_posteriors.studies.ch06_metricbnn import experiments as ch6
 from bnn_posteriors.util.validate import positive
 
-_relu_net = partial(nets.mlp_apply, activation_name="relu")
 SAMPLERS = ("sampled LA", "MetricBNN")
 # the book's expectation for `metricbnn-tie-back`: MetricBNN's samples move the training outputs
 # at most a tenth as much as sampled LA's (an order of magnitude: they keep the training fit)
@@ -59,51 +54,20 @@ class UciSamples:
 
 
 def uci_samples(name: str, seed: int, rng_key, cfg6) -> UciSamples:
-    """:func:`..ch06_metricbnn.experiments.uci_run` on one split, keeping the samples.
-
-    The same steps with the same key use (split in four: initialisation, LA samples,
-    Alg. 1, latent samples) and chapter 6's settings ``cfg6`` (``uci_hidden``,
-    ``prior_precision``, ``uci_map_steps``, ``map_learning_rate``, ``pred_samples``,
-    ``uci_steps``, ``uci_drift``, ``uci_ae_updates`` and the walk's keys of
-    :func:`..ch06_metricbnn.experiments.walker`), so its test NLLs are uci_run's.
+    """:func:`..ch06_metricbnn.experiments.uci_fit` on one split with chapter 6's settings
+    ``cfg6`` (:func:`..ch06_metricbnn.experiments.uci_settings`), the samples kept and each
+    method's NLL on the training and the test set (so its test NLLs are ``uci_run``'s).
     """
-    xtr, ytr, _, _, xte, yte = loaders.load_uci_classification(name, seed)
-    xtr, xte = jnp.asarray(xtr, jnp.float32), jnp.asarray(xte, jnp.float32)
-    ytr = jnp.asarray(ytr)
-    widths = (xtr.shape[1], *cfg6.uci_hidden, int(ytr.max()) + 1)
-    k_init, k_la, k_mb, k_s = jax.random.split(rng_key, 4)
-    p_map, _ = map_estimate.train_map(
-        nets.mlp_init(k_init, widths, scheme="fan_in"), xtr, ytr, likelihood="categorical",
-        prior_precision=cfg6.prior_precision, num_steps=cfg6.uci_map_steps,
-        learning_rate=cfg6.map_learning_rate,
-    )  # fmt: skip
-    theta, model_fn = ns.flat_mlp(p_map, "relu")
-    unravel = nets.flatten(p_map)[1]
-    post = laplace.optimise_prior_precision(
-        laplace.laplace(p_map, xtr, ytr, likelihood="categorical")
-    )
-    walk_fn = partial(
-        ch6.walker(cfg6), num_steps=cfg6.uci_steps, drift=cfg6.uci_drift,
-        ae_updates=cfg6.uci_ae_updates,
-    )  # fmt: skip
-    loss = metricbnn.refinement_loss(unravel, _relu_net, xtr, ytr, likelihood="categorical",
-                                     prior_precision=cfg6.prior_precision)  # fmt: skip
-    _, latent, _ = walk_fn(k_mb, loss, theta)
-    samples = {
-        "sampled LA": post.sample(k_la, cfg6.pred_samples),
-        "MetricBNN": metricbnn.latent_sample(latent, k_s, cfg6.pred_samples),
-    }
-    nll: dict[str, dict] = {"test": {}, "train": {}}
-    for part, x, y in (("test", xte, yte), ("train", xtr, ytr)):
-        probs = {
-            "MAP": np.asarray(jax.nn.softmax(model_fn(theta, x))),
-            "LA": class_probs(samples["sampled LA"], unravel, _relu_net, x),
-            "Lin LA": np.asarray(laplace.linearised_predictive(post, x)),
-            "MetricBNN": class_probs(samples["MetricBNN"], unravel, _relu_net, x),
-        }
-        nll[part] = {m: metrics.categorical_nll(p, np.asarray(y)) for m, p in probs.items()}
-    return UciSamples(name, theta, model_fn, np.asarray(xtr), np.asarray(ytr), samples,
-                      nll["test"], nll["train"])  # fmt: skip
+    fit = ch6.uci_fit(name, seed, rng_key, **ch6.uci_settings(cfg6, ch6.walker(cfg6)))
+    theta, model_fn = ns.flat_mlp(fit.params, "relu")
+    nll = {
+        part: {m: metrics.categorical_nll(p, np.asarray(y))
+               for m, (p, _) in ch6.uci_probs(fit, x).items()}
+        for part, x, y in (("test", fit.x_test, fit.y_test), ("train", fit.x_train, fit.y_train))
+    }  # fmt: skip
+    samples = {"sampled LA": fit.samples["LA"], "MetricBNN": fit.samples["MetricBNN"]}
+    return UciSamples(name, theta, model_fn, np.asarray(fit.x_train), np.asarray(fit.y_train),
+                      samples, nll["test"], nll["train"])  # fmt: skip
 
 
 def kernel_split(model_fn: Callable, theta, x, projector, perturbations) -> dict:
