@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 
 CFG = types.SimpleNamespace(
     rank_widths=(2, 4, 2), rank_points=(1, 3, 12), activation="tanh", toy_widths=(1, 8, 1),
-    toy_noise_scale=0.3, uci_name="yacht", uci_hidden=(8,), uci_noise_scale=0.3,
+    toy_noise_scale=0.3, uci_names=("yacht",), uci_hidden=(8,), uci_noise_scale=0.3,
     map_prior_precision=1.0, map_learning_rate=1e-2, map_steps=300, pred_samples=20,
     ap_batch_size=5, ap_sweeps=4, ap_vectors=2, ap_tolerance=0.5, residual_tolerance=1e-6,
     kernel_rtol=1e-6, sd_ratio=10.0,
@@ -55,7 +55,17 @@ def test_toy_and_uci_fits_use_their_loaders(monkeypatch, toy):
                                              _toy_data(), strict=True)))  # fmt: skip
     monkeypatch.setattr(loaders, "load_split", lambda name, seed: split)
     assert study.toy_fit(jax.random.PRNGKey(0), CFG).name == "toy"
-    assert study.uci_fit(jax.random.PRNGKey(0), CFG, seed=0).name == "yacht"
+    key = jax.random.PRNGKey(0)
+    assert study.uci_fit(key, CFG, seed=0, name="yacht").name == "yacht"
+    two = types.SimpleNamespace(**{**vars(CFG), "uci_names": ("yacht", "energy")})
+    fits = study.uci_fits(key, two, seed=0)
+    assert [f.name for f in fits] == ["yacht", "energy"]
+    # the first set keeps its key when a set is added: its fit is uci_fit's with rng_key
+    np.testing.assert_array_equal(fits[0].theta, study.uci_fit(key, CFG, 0, "yacht").theta)
+    assert not np.allclose(fits[0].theta, fits[1].theta)  # the second has its own key
+    for bad in ((), ("yacht", "yacht")):
+        with pytest.raises(ValueError, match="uci_names"):
+            study.uci_fits(key, types.SimpleNamespace(**{**vars(CFG), "uci_names": bad}), 0)
 
 
 def test_rank_study_and_evidence(toy):

@@ -87,13 +87,24 @@ def toy_fit(rng_key, cfg) -> Fit:
     )  # fmt: skip
 
 
-def uci_fit(rng_key, cfg, seed: int) -> Fit:
-    """The UCI set ``cfg.uci_name``, split and standardised by :func:`loaders.load_split`."""
-    s = loaders.load_split(cfg.uci_name, seed)
+def uci_fit(rng_key, cfg, seed: int, name: str) -> Fit:
+    """The UCI set ``name``, split ``seed`` and standardised by :func:`loaders.load_split`."""
+    s = loaders.load_split(name, seed)
     return fit(
-        cfg.uci_name, s.x_train, s.y_train, s.x_test, s.y_test, rng_key=rng_key,
+        name, s.x_train, s.y_train, s.x_test, s.y_test, rng_key=rng_key,
         hidden=tuple(cfg.uci_hidden), cfg=cfg, noise_scale=cfg.uci_noise_scale,
     )  # fmt: skip
+
+
+def uci_fits(rng_key, cfg, seed: int) -> list[Fit]:
+    """:func:`uci_fit` on each set of ``cfg.uci_names``: the first with ``rng_key``, the i-th
+    after it with ``fold_in(rng_key, i)`` (a set added to the list leaves the others' fits
+    as they were)."""
+    names = tuple(cfg.uci_names)
+    if not names or len(set(names)) != len(names):
+        raise ValueError(f"uci_names must be distinct UCI regression sets, got {names}")
+    keys = [rng_key, *(jax.random.fold_in(rng_key, i) for i in range(1, len(names)))]
+    return [uci_fit(k, cfg, seed, name) for k, name in zip(keys, names, strict=True)]
 
 
 # --------------------------------------------------------------------------- C9.1
