@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import types
 
 import jax
@@ -18,6 +19,7 @@ matplotlib.use("Agg")
 CFG = types.SimpleNamespace(
     activation="tanh", map_prior_precision=1.0, map_learning_rate=1e-2, map_steps=300,
     pred_samples=20, kernel_rtol=1e-6, diffusion_steps=3, diffusion_samples=12,
+    diffusion_max_rank=1000,
 )  # fmt: skip
 
 
@@ -78,3 +80,19 @@ def test_evidence_fails_when_the_diffusion_is_no_better_than_sampled_la():
               ("Laplace diffusion", "test"): (0.4, 0.8)}  # fmt: skip
     nll, lppd = diffusion.diffusion_evidence({"scores": {"toy": better}, "ranks": {"toy": 3}}, CFG)
     assert _passes(nll) and _passes(lppd)
+
+
+def test_a_fit_above_the_rank_cap_is_left_out_and_named(toy, monkeypatch):
+    k = diffusion.diffusion_rank(toy)
+    at_k = types.SimpleNamespace(**{**vars(CFG), "diffusion_max_rank": k})
+    wide = dataclasses.replace(toy, name="wide")
+    rank = diffusion.diffusion_rank
+    monkeypatch.setattr(diffusion, "diffusion_rank",
+                        lambda f: k + 5 if f.name == "wide" else rank(f))  # fmt: skip
+    with pytest.raises(ValueError, match="every fit's rank exceeds"):
+        diffusion.diffusion_study([wide], jax.random.PRNGKey(1), at_k)
+    result = diffusion.diffusion_study([toy, wide], jax.random.PRNGKey(1), at_k)
+    assert set(result["scores"]) == {"toy"} and result["skipped"] == {"wide": k + 5}
+    nll, _ = diffusion.diffusion_evidence(result, at_k)
+    assert "left out" in nll.note and f"wide (k = {k + 5})" in nll.note
+    assert nll.glue["ch9_diff_skipped"] == f"wide (k = {k + 5})"
