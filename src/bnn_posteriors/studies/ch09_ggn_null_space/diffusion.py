@@ -102,18 +102,12 @@ def diffusion_evidence(result: dict, cfg) -> list[Evidence]:
         ["data", "method", "train RMSE", "train NLL", "test RMSE", "test LPPD"], rows
     )
     sizes = f"{cfg.diffusion_steps} steps, {cfg.diffusion_samples} samples"
-    skipped = result.get("skipped", {})
-    if skipped:
-        sizes += (
-            "; left out, rank above "
-            + str(cfg.diffusion_max_rank)
-            + ": "
-            + ", ".join(f"{n} (k = {k})" for n, k in skipped.items())
-        )
+    left_out = ", ".join(f"{n} (k = {k})" for n, k in result.get("skipped", {}).items())
+    if left_out:
+        sizes += f"; left out, rank above {cfg.diffusion_max_rank}: {left_out}"
     glue.update(ch9_diff_steps=cfg.diffusion_steps, ch9_diff_samples=cfg.diffusion_samples,
                 ch9_diff_max_rank=cfg.diffusion_max_rank,
-                ch9_diff_skipped=", ".join(f"{n} (k = {k})" for n, k in skipped.items())
-                or "none")  # fmt: skip
+                ch9_diff_skipped=left_out or "none")  # fmt: skip
     return [
         Evidence(
             "C9.4", nll_gap, rule="less", expect=0.0, table=table, glue=glue,
