@@ -396,3 +396,19 @@ def test_mnist_subset_rejects_altered_copy():
         data.load_mnist_subset(seed=0, loader=lambda: (np.zeros((10, 784)), np.zeros(10)))
     with pytest.raises(ValueError, match="n_test"):
         data.load_mnist_subset(seed=0, n_test=5000)
+
+
+def test_mnist_downscale_crops_and_takes_every_third_pixel():
+    images = np.arange(2 * 784, dtype=np.float64).reshape(2, 784)
+    small = data.mnist_downscale(images)
+    assert small.shape == (2, 64)
+    square = images.reshape(2, 28, 28)
+    # output pixel (i, j) is source pixel (2 + 3i, 2 + 3j): OpenCV's nearest on the 24 × 24 crop
+    assert small[1, 8 * 2 + 5] == square[1, 2 + 3 * 2, 2 + 3 * 5]
+    np.testing.assert_array_equal(data.mnist_downscale(images, crop=0, side=28), images)
+    with pytest.raises(ValueError, match="784"):
+        data.mnist_downscale(images[:, :700])
+    with pytest.raises(ValueError, match="divide"):
+        data.mnist_downscale(images, side=7)
+    with pytest.raises(ValueError, match="crop"):
+        data.mnist_downscale(images, crop=-1)

@@ -146,6 +146,25 @@ def test_linearised_variance_brute_force(x64):
     np.testing.assert_allclose(mean, nets.mlp_apply(params, xt, "tanh"))
 
 
+def test_output_jacobian_matches_the_batch_jacobian(x64):
+    x, _, params = tiny_regression(widths=(2, 3, 2))
+    theta, unravel = ravel_pytree(params)
+    model_fn = lambda t, xx: nets.mlp_apply(unravel(t), xx, "tanh")  # noqa: E731
+    got = la.output_jacobian(model_fn, theta, x)
+    assert got.shape == (x.shape[0], 2, theta.size)
+    np.testing.assert_allclose(got, jax.jacrev(lambda t: model_fn(t, x))(theta), atol=1e-14)
+
+
+def test_probit_probs_is_the_softmax_at_zero_variance_and_flattens_with_it():
+    mean = jnp.array([[2.0, 0.0, -1.0]])
+    np.testing.assert_allclose(la.probit_probs(mean, jnp.zeros_like(mean)), jax.nn.softmax(mean))
+    wide = la.probit_probs(mean, jnp.full_like(mean, 100.0))
+    assert float(wide.max()) < float(jax.nn.softmax(mean).max())  # variance flattens the softmax
+    np.testing.assert_allclose(wide.sum(), 1.0, rtol=1e-6)
+    with pytest.raises(ValueError, match="shape"):
+        la.probit_probs(mean, jnp.zeros((1, 2)))
+
+
 def test_sampled_predictive_matches_linearised_for_linear_model(x64):
     x, y, _ = tiny_regression(widths=(2, 1))
     params = nets.mlp_init(KEY, (2, 1))

@@ -98,6 +98,19 @@ def test_negative_elbo_matches_the_analytic_expectation(small):
     assert float(got) == pytest.approx(nll + kl, rel=1e-2)
 
 
+def test_negative_elbo_weights_the_kl_by_beta(small):
+    theta, model_fn, x, jac, _ = small
+    y = jnp.sin(3 * x[:, 0])[:, None]
+    params = {"theta": theta, "log_precision": jnp.log(2.0), "log_scale_image": jnp.log(0.2)}
+    r = theta.size - np.linalg.matrix_rank(np.asarray(jac))
+    kw = dict(kernel_dim=r, likelihood="gaussian", noise_scale=0.3, num_mc_samples=8)
+    key = jax.random.PRNGKey(0)
+    full = vk.negative_elbo(params, key, model_fn, x, y, **kw)
+    tempered = vk.negative_elbo(params, key, model_fn, x, y, kl_weight=0.1, **kw)
+    kl = float(vk.kl_divergence(theta, 2.0, 0.2, r))
+    assert float(full - tempered) == pytest.approx(0.9 * kl, rel=1e-10)
+
+
 @pytest.mark.parametrize("likelihood", ["gaussian", "categorical"])
 def test_fit_viking_lowers_the_negative_elbo(small, likelihood):
     theta, model_fn, x, _, _ = small
@@ -123,6 +136,8 @@ def test_fit_viking_rejects_bad_input(small):
         vk.fit_viking(jax.random.PRNGKey(1), model_fn, theta[None], x, y, num_steps=2)
     with pytest.raises(ValueError, match="likelihood"):
         vk.fit_viking(jax.random.PRNGKey(1), model_fn, theta, x, y, likelihood="poisson")
+    with pytest.raises(ValueError, match="kl_weight"):
+        vk.fit_viking(jax.random.PRNGKey(1), model_fn, theta, x, y, kl_weight=0.0)
 
 
 def test_linearised_predictive_is_zero_in_the_kernel_at_the_training_inputs(small):

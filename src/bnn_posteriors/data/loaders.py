@@ -34,7 +34,7 @@ __all__ = [
     "Split", "UCI_CLASSIFICATION", "cache_dir", "dataset_files", "dataset_info", "dataset_names",
     "dataset_path", "load_banana", "load_dataset", "load_mnist_subset", "load_snelson",
     "load_split", "load_uci_classification", "load_uci_classification_table",
-    "mnist_subset_hash", "split_indices",
+    "mnist_downscale", "mnist_subset_hash", "split_indices",
 ]  # fmt: skip
 
 
@@ -221,6 +221,26 @@ def load_mnist_subset(
     x = x / 255.0
     train, test = order[:-n_test], order[-n_test:]
     return x[train], y[train].astype(np.int32), x[test], y[test].astype(np.int32)
+
+
+def mnist_downscale(images, *, crop: int = 2, side: int = 8) -> np.ndarray:
+    """Flattened 28×28 images (n, 784) cropped by ``crop`` pixels on every edge and resized to
+    ``side``×``side`` by nearest neighbour: (n, side²).
+
+    The preprocessing of [VK]'s ``examples/mnist.py`` (``Crop(2)`` then OpenCV's
+    ``INTER_NEAREST`` resize to 8×8): output pixel i takes source pixel ⌊i·(28 − 2·crop)/side⌋
+    of the crop, which needs ``side`` to divide the cropped width.
+    """
+    images = np.asarray(images)
+    if images.ndim != 2 or images.shape[1] != 784:
+        raise ValueError(f"mnist_downscale: images must be (n, 784), got {images.shape}")
+    width = 28 - 2 * validate.positive_int("crop", crop, 0, where="mnist_downscale")
+    side = validate.positive_int("side", side, where="mnist_downscale")
+    if width <= 0 or width % side:
+        raise ValueError(f"mnist_downscale: side {side} must divide the cropped width {width}")
+    step = width // side
+    square = images.reshape(-1, 28, 28)[:, crop : 28 - crop : step, crop : 28 - crop : step]
+    return square.reshape(-1, side * side)
 
 
 UCI_CLASSIFICATION = ("australian", "breast_cancer", "glass", "ionosphere", "vehicle", "waveform")

@@ -76,7 +76,7 @@ def laplace_flops(params, x, x_test, *, noise_scale: float, activation: str = "t
 
     def predictive(t, vecs, vals):
         cov = (vecs / (vals + 1.0)) @ vecs.T
-        jac = laplace._jacobian(model_fn, t, jnp.asarray(x_test))
+        jac = laplace.output_jacobian(model_fn, t, jnp.asarray(x_test))
         return jnp.einsum("nap,pq,nbq->nab", jac, cov, jac)
 
     vecs, vals = jnp.eye(size), jnp.ones(size)

@@ -59,14 +59,14 @@ def _output_hessian(outputs, likelihood: str, noise_scale: float):
     return jax.vmap(jnp.diag)(p) - p[:, :, None] * p[:, None, :]
 
 
-def _jacobian(model_fn, theta, x):
+def output_jacobian(model_fn, theta, x):
     """Per-point Jacobian J of ``model_fn(θ, x)`` (n, C) in θ: shape (n, C, P)."""
     return jax.vmap(lambda xi: jax.jacrev(lambda t: model_fn(t, xi[None])[0])(theta))(x)
 
 
 @functools.partial(jax.jit, static_argnames=("model_fn", "likelihood"))
 def _ggn_chunk(model_fn, theta, x, noise_scale, likelihood):
-    jac = _jacobian(model_fn, theta, x)
+    jac = output_jacobian(model_fn, theta, x)
     lam = _output_hessian(model_fn(theta, x), likelihood, noise_scale)
     return jnp.einsum("nap,nab,nbq->pq", jac, lam, jac)
 
@@ -301,9 +301,18 @@ def linearised_variance(posterior: LaplacePosterior, x, chunk: int = 256):
     cov = posterior.covariance
     out = []
     for start in range(0, x.shape[0], chunk):
-        jac = _jacobian(posterior.model_fn, posterior.mean, x[start : start + chunk])
+        jac = output_jacobian(posterior.model_fn, posterior.mean, x[start : start + chunk])
         out.append(jnp.einsum("nap,pq,nbq->nab", jac, cov, jac))
     return jnp.concatenate(out, axis=0)
+
+
+def probit_probs(mean, var):
+    """The multiclass probit approximation of E softmax(f), f ~ N(mean, diag var):
+    softmax(mean / √(1 + π/8 · var)); mean, var (n, C) → probabilities (n, C)."""
+    mean, var = jnp.asarray(mean), jnp.asarray(var)
+    if mean.shape != var.shape:
+        raise ValueError(f"probit_probs: mean {mean.shape} and var {var.shape} differ in shape")
+    return jax.nn.softmax(mean / jnp.sqrt(1.0 + jnp.pi / 8.0 * var), axis=-1)
 
 
 def linearised_predictive(
@@ -323,7 +332,7 @@ def linearised_predictive(
     if posterior.likelihood == "gaussian":
         return mean, var + posterior.noise_scale**2
     if method == "probit":
-        return jax.nn.softmax(mean / jnp.sqrt(1.0 + jnp.pi / 8.0 * var), axis=-1)
+        return probit_probs(mean, var)
     if method == "mc":
         if rng_key is None:
             raise ValueError("method='mc' needs an rng_key")

@@ -17,6 +17,7 @@ from jax.flatten_util import ravel_pytree
 ACTIVATIONS = {
     "relu": jax.nn.relu,
     "tanh": jnp.tanh,
+    "gelu": jax.nn.gelu,  # tanh approximation, JAX's default (the MLP of [VK]'s examples/mnist.py)
     "sigmoid": jax.nn.sigmoid,
     "identity": lambda z: z,
 }

@@ -132,3 +132,20 @@ def test_figures(toy):
         figures.spectrum([], 1, 1)
     with pytest.raises(ValueError, match="non-empty"):
         figures.sweep_errors([])
+
+
+def test_mnist_fit_is_a_categorical_fit_of_the_downscaled_images(monkeypatch, toy):
+    rng = np.random.default_rng(0)
+    images = rng.uniform(0.0, 1.0, (40, 784))
+    labels = np.arange(40, dtype=np.int32) % 10
+    split = (images[:30], labels[:30], images[30:], labels[30:])
+    monkeypatch.setattr(loaders, "load_mnist_subset", lambda seed, n_test: split)
+    cfg = types.SimpleNamespace(**{**vars(CFG), "mnist_n_train": 10, "mnist_n_test": 10,
+                                   "mnist_hidden": (4,), "mnist_activation": "gelu"})  # fmt: skip
+    f = study.mnist_fit(jax.random.PRNGKey(0), cfg, seed=0)
+    assert (f.name, f.likelihood, f.activation) == ("mnist", "categorical", "gelu")
+    assert f.x.shape == (10, study.MNIST_SIDE**2) and f.x_test.shape == (10, 64)
+    np.testing.assert_array_equal(f.x, loaders.mnist_downscale(images[:10]))
+    size = (64 + 1) * 4 + (4 + 1) * 10
+    assert f.theta.size == size and f.jac.shape == (10 * 10, size)
+    assert f.y.dtype == np.int32 and f.prior_precision > 0

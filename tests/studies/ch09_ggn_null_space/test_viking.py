@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bnn_posteriors.claims import rules
-from bnn_posteriors.studies.ch09_ggn_null_space import figures
+from bnn_posteriors.studies.ch09_ggn_null_space import figures, study
 from bnn_posteriors.studies.ch09_ggn_null_space import viking as vs
 
 matplotlib.use("Agg")
@@ -22,7 +22,8 @@ CFG = types.SimpleNamespace(
     vk_kl_points=3, vk_kl_scales=((1.0, 1.0, 0.1), (0.3, 2.0, 0.05)), vk_kl_tolerance=1e-8,
     vk_steps=100, vk_learning_rate=1e-2, vk_mc_samples=4, vk_mfvi_steps=100,
     vk_mfvi_learning_rate=1e-2, vk_mbnn_steps=5, vk_mbnn_drift=1e-3, vk_mbnn_ae_updates=5,
-    vk_nll_margin=0.1,
+    vk_nll_margin=0.1, vk_class_kl_weight=0.1, mnist_hidden=(16, 16), mnist_n_train=100,
+    mnist_n_test=1000,
 )  # fmt: skip
 
 
@@ -81,11 +82,38 @@ def test_comparison_and_evidence(toy):
     f, post = toy
     scores = vs.comparison([f], [post], jax.random.PRNGKey(3), CFG)
     assert set(scores["toy"]) == set(vs.METHODS)
-    assert all(np.isfinite(v).all() for v in scores["toy"].values())
+    assert all(
+        set(v) == {"NLL", "RMSE"} and np.isfinite(list(v.values())).all()
+        for v in scores["toy"].values()
+    )
     evs = vs.comparison_evidence(scores, [post], CFG)
     assert len(evs) == 1 and "test NLL" in evs[0].table
-    good = {"toy": {"VIKING": (0.3, 0.5), "mean-field VI": (0.3, 0.9), "linearised LA": (0.3, 0.55),
-                    "MetricBNN": (0.3, 1.0)}}  # fmt: skip
+    nlls = {"VIKING": 0.5, "mean-field VI": 0.9, "linearised LA": 0.55, "MetricBNN": 1.0}
+    good = {"toy": {m: {"NLL": v, "RMSE": 0.3} for m, v in nlls.items()}}
     assert all(_passes(e) for e in vs.comparison_evidence(good, [post], CFG))
-    bad = {"toy": {**good["toy"], "VIKING": (0.3, 1.2)}}  # worse than every baseline
+    bad = {"toy": {**good["toy"], "VIKING": {"NLL": 1.2, "RMSE": 0.3}}}  # worse than every one
     assert not any(_passes(e) for e in vs.comparison_evidence(bad, [post], CFG))
+
+
+def test_comparison_scores_a_classifier_by_nll_ece_and_accuracy():
+    rng = np.random.default_rng(0)
+    x, xt = rng.normal(size=(12, 3)), rng.normal(size=(8, 3))
+    y, yt = np.arange(12) % 3, np.arange(8) % 3
+    cfg = CFG
+    jax.config.update("jax_enable_x64", True)
+    try:
+        f = study.fit("mnist", x, y, xt, yt, rng_key=jax.random.PRNGKey(0), hidden=(4,), cfg=cfg,
+                      likelihood="categorical")  # fmt: skip
+        post = vs.fit_posterior(f, jax.random.PRNGKey(1), cfg)
+        scores = vs.comparison([f], [post], jax.random.PRNGKey(3), cfg)
+    finally:
+        jax.config.update("jax_enable_x64", False)
+    for m in vs.METHODS:
+        assert set(scores["mnist"][m]) == {"NLL", "ECE", "accuracy"}
+        assert 0.0 <= scores["mnist"][m]["accuracy"] <= 1.0 and scores["mnist"][m]["NLL"] > 0
+    (ev,) = vs.comparison_evidence(scores, [post], cfg)
+    assert "test ECE" in ev.table and "test RMSE" not in ev.table
+    assert ev.glue["ch9_vk_ece_mnist_viking"] == scores["mnist"]["VIKING"]["ECE"]
+    assert ev.glue["ch9_mnist_P"] == 1482  # the authors' 64–16–16–10 MLP
+    assert "On MNIST" in ev.glue["ch9_vk_mnist"] and "VIKING" in ev.glue["ch9_vk_mnist"]
+    assert "leaves MNIST out" in vs.mnist_text({"toy": scores["mnist"]})

@@ -30,9 +30,10 @@ from bnn_posteriors.site import tables
 class Fit:
     """A MAP θ̂ of an MLP with its tuned Laplace approximation and the training kernel.
 
-    x (n, d), y (n,) training data; x_test, y_test the held-out points (the toy's gap);
-    ``posterior`` the GGN Laplace q with the marginal-likelihood δ; ``jac`` the training
-    Jacobian (n·O, P) and ``projector`` P_ker (P, P).
+    x (n, d), y (n,) training data (targets, or integer labels for a ``"categorical"``
+    ``likelihood``); x_test, y_test the held-out points (the toy's gap); ``posterior`` the
+    GGN Laplace q with the marginal-likelihood δ; ``jac`` the training Jacobian (n·O, P) and
+    ``projector`` P_ker (P, P); ``activation`` the MLP's hidden activation.
     """
 
     name: str
@@ -46,35 +47,43 @@ class Fit:
     jac: jnp.ndarray
     projector: jnp.ndarray
     noise_scale: float
+    likelihood: str = "gaussian"
+    activation: str = "tanh"
 
     @property
     def prior_precision(self) -> float:
         return float(self.posterior.prior_precision)
 
 
-def fit(name: str, x, y, x_test, y_test, *, rng_key, hidden, cfg, noise_scale: float) -> Fit:
-    """Train the MAP (``train_map``), fit the Laplace GGN and tune δ; the kernel projector."""
+def fit(name: str, x, y, x_test, y_test, *, rng_key, hidden, cfg, noise_scale: float = 1.0,
+        likelihood: str = "gaussian", activation: str | None = None) -> Fit:  # fmt: skip
+    """Train the MAP (``train_map``), fit the Laplace GGN and tune δ; the kernel projector.
+
+    Regression (one output, ``noise_scale`` σ) or, with ``likelihood="categorical"``, integer
+    labels y and one output per class; ``activation`` defaults to ``cfg.activation``.
+    """
+    activation = cfg.activation if activation is None else activation
     x, x_test = np.asarray(x, np.float64), np.asarray(x_test, np.float64)
-    y, y_test = np.asarray(y, np.float64).ravel(), np.asarray(y_test, np.float64).ravel()
-    widths = (x.shape[1], *hidden, 1)
-    init = nets.mlp_init(rng_key, widths, scheme="glorot")
+    if likelihood == "categorical":
+        y, y_test = np.asarray(y, np.int32).ravel(), np.asarray(y_test, np.int32).ravel()
+        targets, outputs = y, int(max(y.max(), y_test.max())) + 1
+    else:
+        y, y_test = np.asarray(y, np.float64).ravel(), np.asarray(y_test, np.float64).ravel()
+        targets, outputs = y[:, None], 1
+    init = nets.mlp_init(rng_key, (x.shape[1], *hidden, outputs), scheme="glorot")
     init = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), init)
+    common = dict(likelihood=likelihood, noise_scale=noise_scale,
+                  prior_precision=cfg.map_prior_precision, activation=activation)  # fmt: skip
     params, _ = map_estimate.train_map(
-        init, x, y[:, None], likelihood="gaussian", noise_scale=noise_scale,
-        prior_precision=cfg.map_prior_precision, activation=cfg.activation,
-        num_steps=cfg.map_steps, learning_rate=cfg.map_learning_rate,
-    )  # fmt: skip
-    post = laplace.laplace(
-        params, x, y[:, None], likelihood="gaussian", noise_scale=noise_scale,
-        prior_precision=cfg.map_prior_precision, activation=cfg.activation,
-    )  # fmt: skip
-    post = laplace.optimise_prior_precision(post)
-    theta, model_fn = ns.flat_mlp(params, cfg.activation)
+        init, x, targets, num_steps=cfg.map_steps, learning_rate=cfg.map_learning_rate, **common
+    )
+    post = laplace.optimise_prior_precision(laplace.laplace(params, x, targets, **common))
+    theta, model_fn = ns.flat_mlp(params, activation)
     jac = ns.training_jacobian(model_fn, theta, x)
     return Fit(
         name, x, y, x_test, y_test, theta, model_fn, post, jac,
         ns.kernel_projector(jac, rtol=cfg.kernel_rtol),
-        float(noise_scale),
+        float(noise_scale), likelihood, activation,
     )  # fmt: skip
 
 
@@ -105,6 +114,24 @@ def uci_fits(rng_key, cfg, seed: int) -> list[Fit]:
         raise ValueError(f"uci_names must be distinct UCI regression sets, got {names}")
     keys = [rng_key, *(jax.random.fold_in(rng_key, i) for i in range(1, len(names)))]
     return [uci_fit(k, cfg, seed, name) for k, name in zip(keys, names, strict=True)]
+
+
+def mnist_fit(rng_key, cfg, seed: int) -> Fit:
+    """The MNIST subset (:func:`loaders.load_mnist_subset`, split ``seed``), downscaled as
+    [VK]'s ``examples/mnist.py`` (:func:`loaders.mnist_downscale`): the first
+    ``cfg.mnist_n_train`` training images, ``cfg.mnist_n_test`` test images, an MLP with
+    ``cfg.mnist_hidden`` widths and ``cfg.mnist_activation``, categorical likelihood."""
+    x, y, x_test, y_test = loaders.load_mnist_subset(seed, n_test=cfg.mnist_n_test)
+    n, side = cfg.mnist_n_train, MNIST_SIDE
+    return fit(
+        "mnist", loaders.mnist_downscale(x[:n], side=side), y[:n],
+        loaders.mnist_downscale(x_test, side=side),
+        y_test, rng_key=rng_key, hidden=tuple(cfg.mnist_hidden), cfg=cfg,
+        likelihood="categorical", activation=cfg.mnist_activation,
+    )  # fmt: skip
+
+
+MNIST_SIDE = 8  # [VK]'s examples/mnist.py: 2-pixel crop, then 8 × 8
 
 
 # --------------------------------------------------------------------------- C9.1
