@@ -192,5 +192,5 @@ def tie_back_evidence(study: dict) -> Evidence:
         "less than sampled LA's: "
         "they keep the training fit, so the kernel's underfitting is not what separates "
         "MetricBNN from the linearised LA.",
-        glue={**glue, "ch9_tb_expect": TIE_BACK_RATIO},
+        glue={**glue, "ch9_tb_expect": TIE_BACK_RATIO, "ch9_tb_sets": " and ".join(names)},
     )  # fmt: skip
