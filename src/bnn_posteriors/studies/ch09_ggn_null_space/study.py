@@ -116,6 +116,9 @@ def uci_fits(rng_key, cfg, seed: int) -> list[Fit]:
     return [uci_fit(k, cfg, seed, name) for k, name in zip(keys, names, strict=True)]
 
 
+MNIST_SIDE = 8  # [VK]'s examples/mnist.py: 2-pixel crop, then 8 × 8
+
+
 def mnist_fit(rng_key, cfg, seed: int) -> Fit:
     """The MNIST subset (:func:`loaders.load_mnist_subset`, split ``seed``), downscaled as
     [VK]'s ``examples/mnist.py`` (:func:`loaders.mnist_downscale`): the first
@@ -125,13 +128,10 @@ def mnist_fit(rng_key, cfg, seed: int) -> Fit:
     n, side = cfg.mnist_n_train, MNIST_SIDE
     return fit(
         "mnist", loaders.mnist_downscale(x[:n], side=side), y[:n],
-        loaders.mnist_downscale(x_test, side=side),
-        y_test, rng_key=rng_key, hidden=tuple(cfg.mnist_hidden), cfg=cfg,
-        likelihood="categorical", activation=cfg.mnist_activation,
+        loaders.mnist_downscale(x_test, side=side), y_test, rng_key=rng_key,
+        hidden=tuple(cfg.mnist_hidden), cfg=cfg, likelihood="categorical",
+        activation=cfg.mnist_activation,
     )  # fmt: skip
-
-
-MNIST_SIDE = 8  # [VK]'s examples/mnist.py: 2-pixel crop, then 8 × 8
 
 
 # --------------------------------------------------------------------------- C9.1
