@@ -89,3 +89,16 @@ def test_per_map_metrics_summaries_and_table(run_and_keys):
     assert header[3] == "95% t-interval" and len(rows) == 2 * len(per_map)
     with pytest.raises(ValueError, match="no metrics"):
         snelson.summaries({}, None)
+
+
+def test_one_map_of_this_build_has_no_interval_and_the_deciding_run_still_decides():
+    per_map = {"straightness": np.array([0.97])}
+    committed = {"snelson": {"per_map": {"straightness": [0.95, 0.96, 0.99]}}}
+    by_label = snelson.summaries(per_map, committed)
+    one = by_label["this build"]["straightness"]
+    assert one["n"] == 1 and one["mean"] == 0.97 and one["per MAP"] == [0.97]
+    assert np.isnan(one["low"]) and np.isnan(one["high"]) and np.isnan(one["sd"])
+    assert by_label["deciding (full profile)"]["straightness"]["n"] == 3
+    _, rows = snelson.summary_table(by_label)
+    assert rows[0] == ("this build (1 MAP)", "straightness", "0.9700", "—", "—")
+    assert rows[1][0] == "deciding (full profile) (3 MAPs)" and rows[1][3].startswith("[")

@@ -21,6 +21,7 @@ from jax.flatten_util import ravel_pytree
 from bnn_posteriors.evaluation import diagnostics
 from bnn_posteriors.inference import laplace, map_estimate, metricbnn
 from bnn_posteriors.models import nets
+from bnn_posteriors.site import tables
 from bnn_posteriors.studies.ch06_metricbnn import experiments
 
 LEVEL = 0.95  # of the t-intervals over MAPs (C6.3, C6.4)
@@ -274,20 +275,30 @@ def summaries(per_map: dict, committed: dict | None, level: float = LEVEL) -> di
         else {k: np.asarray(v) for k, v in committed["snelson"]["per_map"].items()}
     )
     return {
-        label: {k: diagnostics.replicate_summary(v, level=level) for k, v in table.items()}
+        label: {k: _summary(v, level) for k, v in table.items()}
         for label, table in (("this build", per_map), ("deciding (full profile)", decided))
     }
+
+
+def _summary(values, level: float) -> dict:
+    """:func:`diagnostics.replicate_summary` of the values; of a single MAP (the quick
+    build), its value with NaN for the interval and the sd, which one MAP cannot give."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size != 1:
+        return diagnostics.replicate_summary(values, level=level)
+    v = float(values[0])
+    return {"mean": v, "low": np.nan, "high": np.nan, "sd": np.nan, "n": 1, "per MAP": [v]}
 
 
 def summary_table(by_label: dict, level: float = LEVEL) -> tuple[tuple, list]:
     """The header and rows (MAPs, quantity, mean, t-interval, sd) of :func:`summaries`."""
     rows = [
         (
-            f"{label} ({m['n']} MAPs)",
+            f"{label} ({m['n']} MAP{'s' if m['n'] > 1 else ''})",
             k,
             f"{m['mean']:.4f}",
-            f"[{m['low']:.4f}, {m['high']:.4f}]",
-            f"{m['sd']:.4f}",
+            f"[{m['low']:.4f}, {m['high']:.4f}]" if m["n"] > 1 else "—",
+            tables.number(m["sd"], ".4f"),
         )
         for label, by_key in by_label.items()
         for k, m in by_key.items()
