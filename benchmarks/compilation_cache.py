@@ -10,7 +10,7 @@ none are kept. The Makefile sets ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0`
 program is the same compiled executable, so the chapter's claim records do not change
 (this script checks that too).
 
-Each chapter runs in its own ``bnn-posteriors run`` process, twice per setting: first with
+Each chapter runs in its own kernel (as ``bnn-posteriors run``), twice per setting: first with
 an empty cache folder (a fresh clone: what CI pays), then with the folder that run left
 (a second build). Prints seconds, the cached programs and the ratios to the default.
 
@@ -21,42 +21,37 @@ Run: ``python benchmarks/compilation_cache.py [book/03_symmetries.md ...]``
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bnn_posteriors.claims import checking as claims
+from bnn_posteriors.cli.main import environ, run_chapter
 from bnn_posteriors.site import tables
 
-SETTINGS = {"default (1 s)": None, "every program (0 s)": "0"}
+# JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS of each setting (JAX's default is 1 s)
+SETTINGS = {"default (1 s)": "1", "every program (0 s)": "0"}
 
 
-def run_chapter(chapter: Path, cache: Path, min_seconds: str | None, out: Path) -> float:
-    """Seconds of one ``bnn-posteriors run`` of ``chapter`` with the cache folder ``cache``."""
-    env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(cache), "BNN_CLAIMS_DIR": str(out)}
-    env.pop("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", None)
-    if min_seconds is not None:
-        env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = min_seconds
-    cmd = [sys.executable, "-m", "bnn_posteriors", "run", str(chapter), "--out", str(out)]
+def timed_run(chapter: Path, cache: Path, min_seconds: str, out: Path) -> float:
+    """Seconds of one execution of ``chapter`` (its own kernel) with the cache ``cache``."""
+    variables = {
+        "JAX_COMPILATION_CACHE_DIR": str(cache),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": min_seconds,
+        "BNN_CLAIMS_DIR": str(out),
+    }
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - t0
-    if done.returncode != 0:
-        raise RuntimeError(f"{chapter} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    return seconds
+    with environ(variables):
+        code = run_chapter(chapter, out=out)
+    if code != 0:
+        raise RuntimeError(f"{chapter} failed (exit {code})")
+    return time.perf_counter() - t0
 
 
 def claim_values(out: Path) -> list[tuple]:
-    """(id, finding, value) of every claim record the runs wrote under ``out``."""
-    rows = []
-    for path in sorted(out.rglob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            record = json.loads(line)
-            rows.append((record["id"], record["finding"], record["value"]))
-    return rows
+    """(id, finding, value) of every claim record the run wrote under ``out``."""
+    records = [r for path in sorted(out.rglob("*.jsonl")) for r in claims.read_jsonl(path)]
+    return [(r["id"], r["finding"], r["value"]) for r in records]
 
 
 def main() -> None:
@@ -69,8 +64,8 @@ def main() -> None:
         for name, min_seconds in SETTINGS.items():
             with tempfile.TemporaryDirectory() as tmp:
                 cache, out = Path(tmp) / "cache", Path(tmp) / "out"
-                cold = run_chapter(chapter, cache, min_seconds, out / "cold")
-                warm = run_chapter(chapter, cache, min_seconds, out / "warm")
+                cold = timed_run(chapter, cache, min_seconds, out / "cold")
+                warm = timed_run(chapter, cache, min_seconds, out / "warm")
                 seconds[name] = (cold, warm, sum(1 for _ in cache.glob("*")))
                 values[name] = (claim_values(out / "cold"), claim_values(out / "warm"))
                 if not all(values[name]):
