@@ -3,10 +3,13 @@
 For every page of ``_toc.yml``: every local resource answers 200, nothing is loaded from
 another host (the site must read offline), every image loads, the browser console has no
 errors, the equations are typeset by the MathJax shipped with the site, every figure
-caption has its image (no figure shows as the text ``<Figure size …>``), no code block or
-table is wider than the page at a 1 280 px window (code wraps, see ``book/_static/``), and
-each chapter shows its claims admonition. A full-page screenshot of each page is saved under
-``_build/screenshots/``.
+caption has its image (no figure shows as the text ``<Figure size …>``) and each chapter
+shows its claims admonition. At a desktop window (1 280 px) and a phone's (390 px), every
+page reads as a reader expects: no text shows a Markdown table row or rule (every table a
+chapter displays is a ``<table>``), the page never scrolls sideways (a wide table scrolls
+in its own box), and no check's outcome is shown as console text. Full-page screenshots
+are saved under ``_build/screenshots/``: every page at 1 280 px, and the pages of
+:data:`PHONE_SHOTS` at 390 px too, for a person to look at.
 
 The book is built first (``jupyter-book build . --warningiserror --keep-going``), unless
 ``BNN_SITE_PREBUILT=1`` says that ``_build/html`` is current (``make test`` builds it with
@@ -29,6 +32,8 @@ import pytest
 import yaml
 
 from bnn_posteriors.site.chapters import toc_files
+
+pytestmark = pytest.mark.slow  # a browser over the built site: not the quick loop
 
 ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
@@ -107,28 +112,6 @@ if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
 """
 
 
-# code blocks and tables whose content is wider than their box (+1 px for rounding); a
-# table is measured against its own box and against the box around it (the theme's
-# scrolling container), since a too-wide table makes the container scroll
-_WIDER_THAN_THE_PAGE = """
-const wide = (el) => el.scrollWidth > el.clientWidth + 1;
-const found = [];
-for (const el of document.querySelectorAll("main div.cell_input pre, main div.highlight pre")) {
-  if (wide(el)) {
-    found.push(`code ${el.scrollWidth} > ${el.clientWidth} px: ${el.textContent.slice(0, 60)}`);
-  }
-}
-for (const el of document.querySelectorAll("main table")) {
-  const box = el.parentElement;
-  if (wide(el) || wide(box)) {
-    found.push(`table ${Math.max(el.scrollWidth, box.scrollWidth)} > ${box.clientWidth} px: `
-      + el.textContent.trim().slice(0, 60));
-  }
-}
-return found;
-"""
-
-
 @pytest.mark.parametrize("page", PAGES)
 def test_page_renders_for_a_reader(page, site, browser):
     base, log = site
@@ -142,7 +125,7 @@ def test_page_renders_for_a_reader(page, site, browser):
     browser.set_window_size(1280, min(int(height), MAX_SHOT_HEIGHT))
     time.sleep(0.5)
     SHOTS.mkdir(parents=True, exist_ok=True)
-    browser.save_screenshot(str(SHOTS / f"{Path(page).name}.png"))
+    browser.save_screenshot(str(SHOTS / f"{Path(page).name}-1280px.png"))
     browser.set_window_size(1280, 900)
 
     # the browser asks for /favicon.ico by itself; the pages declare none
@@ -192,10 +175,6 @@ def test_page_renders_for_a_reader(page, site, browser):
         f"{page}: figure captions without an image: {captions_without_image}"
     )
 
-    # nothing scrolls sideways at a 1 280 px window: code wraps, tables fit the page
-    wide = browser.execute_script(_WIDER_THAN_THE_PAGE)
-    assert not wide, f"{page}: code or tables wider than the page at 1280 px: {wide}"
-
     if Path(page).name[:2].isdigit():  # a chapter: its claims admonition
         titles = browser.execute_script(
             "return Array.from(document.querySelectorAll('.admonition .admonition-title'))"
@@ -237,3 +216,154 @@ def test_scorecard_lists_every_claim_with_a_status(site, browser):
         assert browser.execute_script(
             "return document.getElementById(arguments[0]) !== null", anchor
         ), f"scorecard link {href} points to no section"
+
+
+# --------------------------------------------------------------------------- as a reader reads
+
+WIDTHS = {"desktop": 1280, "phone": 390}  # px
+# pages whose screenshot at the phone's width is saved too, for a person to look at
+PHONE_SHOTS = (
+    "book/scorecard",
+    "book/reproduction_notes",
+    "book/06_metricbnn",
+    "book/10_reference_posteriors",
+)
+EXECUTED = ROOT / "_build" / "jupyter_execute"  # the executed notebooks of the build
+
+# Text nodes of the article (code, math and scripts aside) that read as Markdown table
+# source: a rule such as "|---|" (or "|—|", once smart quotes have turned "---" into an
+# em dash) or a row "| a | b |". A Markdown table rendered as a paragraph shows both.
+_RAW_MARKDOWN_TABLES = r"""
+const rule = /\|\s*:?[-\u2013\u2014]+:?\s*\|/;
+const row = /\|\s[^|\n]+\s\|\s[^|\n]+\s\|/;
+const skip = "pre, code, script, style, mjx-container, .cell_input, .math";
+const walker = document.createTreeWalker(document.querySelector("main"), NodeFilter.SHOW_TEXT);
+const found = [];
+for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+  const text = node.textContent;
+  if ((rule.test(text) || row.test(text)) && !node.parentElement.closest(skip)) {
+    found.push(text.trim().slice(0, 80));
+  }
+}
+return found;
+"""
+
+# Boxes that may scroll sideways inside the page: a table's box, code and math (inline math
+# also holds MathJax's hidden copy for screen readers, wider than what shows). Any other
+# element of the article whose content is wider than itself (scrolling or cut off) is a
+# defect, and so is a document wider than the window.
+_SIDEWAYS = r"""
+const allowed = "pre, div.highlight, .pst-scrollable-table-container, .math, mjx-container";
+const root = document.scrollingElement;
+const found = [];
+if (root.scrollWidth > root.clientWidth + 1) {
+  found.push(`the page scrolls sideways: ${root.scrollWidth} > ${root.clientWidth} px`);
+}
+const article = document.querySelector("main article") || document.querySelector("main");
+for (const el of article.querySelectorAll("*")) {
+  if (el.scrollWidth <= el.clientWidth + 1 || el.closest(allowed)) continue;
+  const overflow = getComputedStyle(el).overflowX;
+  if (overflow === "visible") continue;  // what spills out widens its scroller, seen above
+  const what = el.tagName.toLowerCase() + (el.className ? "." + el.className : "");
+  found.push(`${what} (${overflow}) ${el.scrollWidth} > ${el.clientWidth} px: `
+    + el.textContent.trim().slice(0, 60));
+}
+return found;
+"""
+
+# Words of a table cell broken across lines: a column squeezed narrower than its words
+# (one letter a line at worst). A line may break between words or after a dash or slash.
+_BROKEN_WORDS = r"""
+const found = [];
+for (const cell of document.querySelectorAll("main article td, main article th")) {
+  const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (node.parentElement.closest(".math, mjx-container")) continue;
+    const word = /[^\s\-\u2010-\u2015\/|]{2,}/g;
+    for (let m = word.exec(node.textContent); m; m = word.exec(node.textContent)) {
+      const range = document.createRange();
+      range.setStart(node, m.index);
+      range.setEnd(node, m.index + m[0].length);
+      const tops = new Set(Array.from(range.getClientRects()).map((r) => Math.round(r.top)));
+      if (tops.size > 1) found.push(`"${m[0]}" in a ${cell.clientWidth} px cell`);
+    }
+  }
+}
+return found;
+"""
+
+# a check's outcome shown as console text, e.g. "C6.1 reproduced: measured 0.0024, ..."
+_CONSOLE_OUTCOMES = r"""
+const outcome = /\bC\d+\.\d+[a-z]?( \[[^\]]*\])? (reproduced|not reproduced|inconclusive):/;
+return Array.from(document.querySelectorAll("main pre, main .output.text_plain"))
+  .map((el) => el.textContent)
+  .filter((text) => outcome.test(text))
+  .map((text) => text.trim().slice(0, 80));
+"""
+
+
+def _set_width(browser, width: int, height: int = 900) -> None:
+    """The window's viewport at ``width`` × ``height`` CSS px (a phone's is 'mobile')."""
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600},
+    )
+
+
+def displayed_tables(page: str) -> int:
+    """How many Markdown tables the build's executed notebook of ``page`` displays (each
+    a ``text/markdown`` output with a table rule line), 0 for a page without one."""
+    import nbformat
+
+    path = EXECUTED / f"{page}.ipynb"
+    if not path.exists():
+        return 0
+    notebook = nbformat.read(path, as_version=4)
+    count = 0
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            text = output.get("data", {}).get("text/markdown", "")
+            count += sum(
+                1
+                for line in text.splitlines()
+                if line.startswith("|")
+                and set(line.replace("|", "").strip()) <= set("-: ")
+                and "-" in line
+            )
+    return count
+
+
+@pytest.mark.parametrize("width", list(WIDTHS))
+@pytest.mark.parametrize("page", PAGES)
+def test_page_reads_at_width(page, width, site, browser):
+    """At a desktop's and a phone's width: every table a table, nothing sideways, and no
+    check outcome as console text; screenshots for a person to look at."""
+    base, _ = site
+    pixels = WIDTHS[width]
+    _set_width(browser, pixels)
+    try:
+        browser.get(f"{base}/{page}.html")
+        browser.execute_async_script(_WAIT_FOR_MATHJAX)
+        time.sleep(0.3)
+        raw = browser.execute_script(_RAW_MARKDOWN_TABLES)
+        assert not raw, f"{page} at {pixels} px: Markdown tables shown as text: {raw[:5]}"
+        expected = displayed_tables(page)
+        shown = browser.execute_script("return document.querySelectorAll('main table').length")
+        assert shown >= expected, (
+            f"{page} at {pixels} px: {shown} <table> elements for the {expected} tables its "
+            "notebook displays"
+        )
+        sideways = browser.execute_script(_SIDEWAYS)
+        assert not sideways, f"{page} at {pixels} px: content wider than its box: {sideways[:5]}"
+        broken = browser.execute_script(_BROKEN_WORDS)
+        assert not broken, f"{page} at {pixels} px: table cells break words: {broken[:5]}"
+        console = browser.execute_script(_CONSOLE_OUTCOMES)
+        assert not console, f"{page} at {pixels} px: check outcomes as console text: {console[:3]}"
+        if width == "phone" and page in PHONE_SHOTS:  # (every page's desktop shot: above)
+            height = browser.execute_script("return document.documentElement.scrollHeight")
+            _set_width(browser, pixels, min(int(height), MAX_SHOT_HEIGHT))
+            time.sleep(0.5)
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            browser.save_screenshot(str(SHOTS / f"{Path(page).name}-{pixels}px.png"))
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

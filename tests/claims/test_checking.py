@@ -308,7 +308,7 @@ def test_check_returns_a_record_that_prints_as_one_line(tmp_path, monkeypatch):
     record = claims.check("C1.1", 1e-15, expect=0.0, tol=1e-12, note="n")
     assert isinstance(record, dict) and record["status"] == "reproduced"
     line = pretty(record)
-    assert line.startswith("C1.1 reproduced: measured 1e-15") and "expected ≈ 0 ± 1e-12" in line
+    assert line == "C1.1 reproduced: 1e-15, within 1e-12 of 0 (off by 1e-15)"
     assert "\n" not in line
 
 
@@ -351,7 +351,7 @@ def test_record_only_mode_records_without_raising(claims_dir, monkeypatch):
 def test_a_finding_without_words_is_said_by_its_note_value_and_expectation(claims_dir):
     record = claims.check("C1.1", 1e-15, expect=0.0, tol=1e-12, note="max change of the NLL")
     words = claims.in_words(record)
-    assert words.startswith("max change of the NLL: measured 1e-15, expected ≈ 0 ± 1e-12")
+    assert words == "max change of the NLL: 1e-15, within 1e-12 of 0 (off by 1e-15)"
 
 
 def test_show_and_check_glues_shows_and_checks_each_evidence(monkeypatch):
@@ -367,7 +367,11 @@ def test_show_and_check_glues_shows_and_checks_each_evidence(monkeypatch):
     assert record["status"] == "reproduced" and record["gate"]["why"] == "enough draws"
     assert (record["note"], record["says"], record["tol"]) == ("n", "s", 1e-12)
     assert glued == {"orbit_dev_max": 0.0}
-    assert shown[0].data == "| a |\n|---|\n| 1 |"
+    assert shown[0].data == "| a |\n|---|\n| 1 |"  # the table, then the outcome below it
+    assert shown[1] is record and len(shown) == 2
+    # shown once: a cell that ends with the records displays nothing more
+    returned = claims.show_and_check(claims.Evidence("C1.1", 0.0, expect=0.0, tol=1e-12))
+    assert returned._ipython_display_() is None and len(shown) == 3
     lock(monkeypatch, "C1.1", "reproduced")
     with pytest.raises(claims.ClaimError):  # a wrong value unlocks, as with check()
         claims.show_and_check(claims.Evidence("C1.1", 1.0, expect=0.0, tol=1e-12))
@@ -375,7 +379,7 @@ def test_show_and_check_glues_shows_and_checks_each_evidence(monkeypatch):
         claims.show_and_check({"claim": "C1.1"})
 
 
-def test_the_records_of_several_checks_show_one_line_each():
+def test_the_records_of_several_checks_show_one_line_each_in_a_console():
     from IPython.lib.pretty import pretty
 
     records = claims.show_and_check(
@@ -383,3 +387,57 @@ def test_the_records_of_several_checks_show_one_line_each():
         claims.Evidence("C1.1", 0.0, expect=0.0, tol=1e-12),
     )
     assert pretty(records).splitlines() == [claims.summary_line(r) for r in records]
+
+
+def test_a_vector_finding_names_its_elements_by_their_labels(claims_dir, monkeypatch):
+    lock(monkeypatch, "C2.2", "not reproduced")
+    widths = ["H = 8", "H = 64"]
+    record = claims.check(
+        "C2.2", [1.0625, 0.6667], rule="greater", expect=1.0, labels=widths, note="ratio"
+    )
+    assert record["labels"] == widths
+    words = claims.in_words(record)
+    assert words.startswith("ratio: 1 of 2 fail: H = 64: 0.6667, not above 1 (0.3333 below it)")
+    assert "H = 8: 1.062, above 1 by 0.0625" in words
+    assert "index" not in words and "index" not in record["message"]
+    # a record without labels names its elements in words, never by a flat index
+    unnamed = {**record, "labels": None}
+    assert "value 2 of 2: 0.6667" in claims.in_words(unnamed)
+    with pytest.raises(ValueError, match="labels name 1 elements but the value has 2"):
+        claims.check("C2.2", [1.0, 2.0], rule="greater", expect=0.0, labels=["H = 8"])
+
+
+def test_the_words_of_an_old_record_are_derived_from_its_values():
+    """Records written before the rules spoke in words read like today's."""
+    old = {
+        "id": "C2.2", "status": "not reproduced", "rule": "greater", "expect": 1,
+        "value": [1.0625, 0.666667], "tol": None, "rtol": None,
+        "message": "1 of 2 fail; value 0.6667 is not > 1 at flat index 1",
+    }  # fmt: skip
+    words = claims.result_in_words(old)
+    assert "flat index" not in words and words.startswith("1 of 2 fail: value 2 of 2: 0.6667")
+    assert claims.result_in_words({**old, "value": ["NaN"]}).startswith("NaN")
+
+
+@pytest.mark.parametrize(
+    ("status", "mark"), [("reproduced", "✓"), ("not reproduced", "✗"), ("inconclusive", "?")]
+)
+def test_an_outcome_shows_as_a_styled_block_in_words(claims_dir, monkeypatch, status, mark):
+    lock(monkeypatch, "C3.4", status)
+    value = 0.9 if status == "not reproduced" else 0.78
+    gate = claims.Gate(passed=False, why="the chains did not mix", decide="longer chains")
+    record = claims.check(
+        "C3.4", value, expect=0.777, tol=0.01, note="the root <r>",
+        gate=gate if status == "inconclusive" else None,
+    )  # fmt: skip
+    block = record._repr_html_()
+    assert block.startswith(f'<div class="claim-outcome claim-{status.replace(" ", "-")}"')
+    assert f">{mark}</span> <strong>C3.4</strong> · {status}" in block
+    assert claims._claim("C3.4")["title"].split()[0] in block
+    assert "<strong>Finding:</strong> The root &lt;r&gt;." in block  # escaped, a sentence
+    off = abs(value - 0.777)
+    within = "within" if status != "not reproduced" else "not within"
+    assert f"{claims.claim_rules.fmt(value)}, {within} 0.01 of 0.777 (off by {off:.4g})" in block
+    assert ("What would decide it:</strong> Longer chains." in block) == (status == "inconclusive")
+    records = claims.Records([record, record])
+    assert records._repr_html_().count('<div class="claim-outcome') == 2

@@ -42,7 +42,7 @@ def book(tmp_path):
     )
     (tmp_path / "book" / "intro.md").write_text("# Intro\n\nNo code.\n")
     code = "import os\nprint(2 + 2, os.path.basename(os.getcwd()))"
-    (tmp_path / "book" / "01_ok.md").write_text(chapter(code))
+    (tmp_path / "book" / "01_ok.md").write_text(chapter(code, "mystnb:\n"))  # an empty table
     (tmp_path / "book" / "02_fails.md").write_text(chapter("raise RuntimeError('broken')"))
     forced = "mystnb:\n  execution_mode: force\n"
     (tmp_path / "book" / "scorecard.md").write_text(chapter("print(1)", forced))

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import html
 import importlib.resources
 import json
 import os
 import platform
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -189,45 +190,133 @@ def record_only() -> bool:
 
 
 class Record(dict):
-    """A claim record (a plain dict) that shows itself in a notebook as one line."""
+    """A claim record (a plain dict) that shows itself in a notebook as its outcome: a
+    styled block on the page (:func:`outcome_html`), one line in a console."""
 
     def _repr_pretty_(self, printer, cycle) -> None:
         printer.text(summary_line(self))
 
+    def _repr_html_(self) -> str:
+        return outcome_html(self)
+
 
 class Records(list):
-    """The records of several checks, shown in a notebook one line each."""
+    """The records of several checks, shown one outcome block (or console line) each."""
 
     def _repr_pretty_(self, printer, cycle) -> None:
         printer.text("\n".join(summary_line(record) for record in self))
 
+    def _repr_html_(self) -> str:
+        return "\n".join(outcome_html(record) for record in self)
+
+
+class ShownRecords(Records):
+    """Records that :func:`show_and_check` has already shown, each after its table: a cell
+    that ends with them (or keeps them, ``records += show_and_check(...)``) shows nothing
+    twice."""
+
+    def _ipython_display_(self) -> None:
+        pass
+
+
+MARKS = {REPRODUCED: "✓", NOT_REPRODUCED: "✗", INCONCLUSIVE: "?", NOT_YET_RUN: "—"}
+
 
 def summary_line(record: dict) -> str:
-    """'C2.1 reproduced: measured 2.3e-07, expected > -1e-09' for a record (its finding's
-    name after the id, and the gate's reason when it is inconclusive)."""
+    """'C2.1 reproduced: 2.3e-07, below 1e-09 by …' for a record in one console line (its
+    finding's name after the id, and the gate's reason when it is inconclusive)."""
     name = record["id"] + (f" [{record['finding']}]" if record.get("finding") else "")
-    line = (
-        f"{name} {record['status']}: measured {short(record.get('value'), 60)}, "
-        f"expected {expectation(record, width=60)}"
-    )
+    line = f"{name} {record['status']}: {result_in_words(record)}"
     gate = record.get("gate")
     if record["status"] == INCONCLUSIVE and gate:
         line += f"; {gate['why']}, so the check cannot decide (would decide: {gate['decide']})"
     return line
 
 
+def _from_json(value: Any) -> Any:
+    """A recorded value as numbers again: the string "NaN" of :func:`to_json` → nan."""
+    if isinstance(value, list):
+        return [_from_json(item) for item in value]
+    return float("nan") if value == "NaN" else value
+
+
+def result_in_words(record: dict) -> str:
+    """What a record measured against its bound, and by how much, in words (the rule's
+    sentence, with the elements of a vector named by the record's labels): 'H = 64:
+    0.6667, not above 1 (0.3333 below it); …'. Re-derived from the recorded values, so
+    that records written before a rule's wording changed read the same way."""
+    try:
+        _, words = claim_rules.evaluate(
+            record.get("rule", "approx"),
+            _from_json(record.get("value")),
+            _from_json(record.get("expect")),
+            record.get("tol"),
+            record.get("rtol"),
+            record.get("labels"),
+        )
+    except (TypeError, ValueError):  # a record of another shape: its own message
+        words = str(record.get("message", ""))
+    return words
+
+
 def in_words(record: dict) -> str:
     """The finding of a record in words: the failed gate's reason and what would decide
-    it; else the check's ``says``; else what was measured (its note), the measured value
-    against the expectation, and the rule's message."""
+    it; else the check's ``says``; else what was measured (its note) and the result
+    against the bound (:func:`result_in_words`)."""
     gate = record.get("gate")
     if record.get("status") == INCONCLUSIVE and gate:
         return f"{gate['why']}, so the check cannot decide; what would decide it: {gate['decide']}"
     if record.get("says"):
         return record["says"]
-    measured = f"measured {short(record.get('value'), 40)}, expected {expectation(record, 40)}"
     note = str(record.get("note", "")).strip()
-    return f"{note + ': ' if note else ''}{measured} ({record.get('message', '')})"
+    return f"{note + ': ' if note else ''}{result_in_words(record)}"
+
+
+def _sentence(text: str) -> str:
+    text = str(text).strip()
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "?", "!")) else text + "."
+
+
+def outcome_html(record: dict) -> str:
+    """A check's outcome as a styled HTML block for the page: a mark (✓ reproduced,
+    ✗ not reproduced, ? inconclusive), the claim and its title, the finding in words, and
+    the measured value against the bound with the margin (:func:`result_in_words`). The
+    book's CSS (``book/_static/custom.css``) styles the classes ``claim-outcome`` and
+    ``claim-reproduced`` / ``claim-not-reproduced`` / ``claim-inconclusive``."""
+    status = str(record.get("status", NOT_YET_RUN))
+    try:
+        title = _claim(record["id"])["title"]
+    except ValueError:
+        title = ""
+    finding = record.get("finding")
+    name = f"{record['id']}, further finding “{finding}”" if finding else record["id"]
+    head = (
+        f'<span class="claim-mark" aria-hidden="true">{MARKS.get(status, "")}</span> '
+        f"<strong>{html.escape(name)}</strong> · {html.escape(status)}"
+        + (f" · {html.escape(title)}" if title else "")
+    )
+    lines = []
+    gate = record.get("gate")
+    if status == INCONCLUSIVE and gate:
+        lines.append(
+            f"<strong>Why it cannot decide:</strong> {html.escape(_sentence(gate['why']))}"
+        )
+        lines.append(
+            f"<strong>What would decide it:</strong> {html.escape(_sentence(gate['decide']))}"
+        )
+    finding_words = record.get("says") or record.get("note")
+    if finding_words:
+        lines.append(f"<strong>Finding:</strong> {html.escape(_sentence(finding_words))}")
+    lines.append(f"<strong>Measured:</strong> {html.escape(_sentence(result_in_words(record)))}")
+    body = "".join(f"<p>{line}</p>" for line in lines)
+    css = "claim-" + status.replace(" ", "-")
+    return (
+        f'<div class="claim-outcome {css}" role="note">'
+        f'<p class="claim-outcome-head">{head}</p>{body}</div>'
+    )
 
 
 def check(
@@ -244,6 +333,7 @@ def check(
     finding: str | None = None,
     committed: str | None = None,
     seed: int | None = None,
+    labels: Sequence[str] | None = None,
 ) -> dict:
     """Check a claim, append its record and return it; raise ClaimError if it unlocks.
 
@@ -259,7 +349,9 @@ def check(
     (a check beyond the paper's statement, locked under the claim's ``findings``), or
     None for the paper's claim. ``committed``: the committed results file(s) the value
     was read from, when the check decides on them (its value cannot vary with the seed).
-    ``seed`` is recorded as given, else ``$BNN_SEED``, else null. The record carries the
+    ``seed`` is recorded as given, else ``$BNN_SEED``, else null. ``labels`` name the
+    elements of a vector value, one each ("H = 64"), so that the finding in words names them
+    (recorded; without them an element is "value 2 of 4"). The record carries the
     check's :func:`margin`. Under ``$BNN_CLAIMS_RECORD_ONLY=1`` (the seed sweep) an
     unlocked status is recorded but not raised.
     """
@@ -273,7 +365,8 @@ def check(
     if gate is not None and not isinstance(gate, Gate):
         raise TypeError(f"gate must be a claims.Gate, got {type(gate).__name__}")
     claim_rules.validate(rule, expect, tol, rtol)
-    reproduced, message = claim_rules.evaluate(rule, value, expect, tol, rtol)
+    labels = claim_rules.validate_labels(value, labels)
+    reproduced, message = claim_rules.evaluate(rule, value, expect, tol, rtol, labels)
     status = REPRODUCED if reproduced else NOT_REPRODUCED
     if gate is not None and not gate.passed:
         status = INCONCLUSIVE
@@ -287,6 +380,7 @@ def check(
         "seed": _seed(seed, int(claim["chapter"])),
         "run": RUN_ID,
         "value": to_json(value),
+        "labels": None if labels is None else list(labels),
         "expect": to_json(expect),
         "rule": rule,
         "tol": to_json(tol),
@@ -335,30 +429,34 @@ class Evidence:
     gate: Gate | None = None
     finding: str | None = None
     committed: str | None = None
+    labels: Sequence[str] | None = None
     glue: Mapping[str, Any] = field(default_factory=dict)
     table: str | None = None
 
 
-def show_and_check(*evidence: Evidence) -> Records:
-    """For each :class:`Evidence`: glue its values, display its table, then :func:`check`
-    it. Returns the records, in order (shown one line each)."""
+def show_and_check(*evidence: Evidence) -> ShownRecords:
+    """For each :class:`Evidence`: glue its values, display its table, :func:`check` it and
+    display its outcome (a ✓ / ✗ / ? block in words on the page, :func:`outcome_html`).
+    Returns the records, in order, already shown (:class:`ShownRecords`)."""
+    from IPython.display import Markdown, display
+
     from bnn_posteriors.site.tables import glue_values
 
-    records = Records()
+    records = ShownRecords()
     for item in evidence:
         if not isinstance(item, Evidence):
             raise TypeError(f"show_and_check takes Evidence, got {type(item).__name__}")
         glue_values(item.glue)
         if item.table is not None:
-            from IPython.display import Markdown, display
-
             display(Markdown(item.table))
         keywords = {
             f.name: getattr(item, f.name)
             for f in fields(item)
             if f.name not in ("claim", "value", "glue", "table")
         }
-        records.append(check(item.claim, item.value, **keywords))
+        record = check(item.claim, item.value, **keywords)
+        display(record)
+        records.append(record)
     return records
 
 

@@ -20,15 +20,7 @@ from bnn_posteriors.claims.checking import expectation, short  # re-exported: th
 from bnn_posteriors.site import chapters as book
 from bnn_posteriors.site import profiles, tables
 
-# a status in one character: the scorecard page's legend says each in words
-_MARKS = {
-    claims.REPRODUCED: "✓",
-    claims.NOT_REPRODUCED: "✗",
-    claims.INCONCLUSIVE: "?",
-    claims.NOT_YET_RUN: "—",
-}
 _NBSP = "\u00a0"  # keeps "✗ (stale)" on one line of the table
-TITLE_WIDTH = 36  # characters of a claim's title in the table (in full in the findings)
 STALE = "stale (to be run again)"
 # the status of several checks of one claim in one run: the worst of theirs
 _RANK = {claims.REPRODUCED: 0, claims.INCONCLUSIVE: 1, claims.NOT_REPRODUCED: 2}
@@ -178,7 +170,7 @@ def scorecard_markdown(rows: Sequence[dict] | None = None) -> str:
     """The scorecard as a compact Markdown table: one short line per claim.
 
     Columns: the claim (a MyST link to the section of the chapter that checks it, with
-    the paper's source), what it says (shortened to :data:`TITLE_WIDTH` characters), its
+    the paper's source), what it says (its title in full), its
     status in each profile as one mark (✓ reproduced, ✗ not reproduced, ? inconclusive,
     — not yet run; "(stale)" after it), and its seeds at the lock ("4/5", "committed",
     "stale"). The findings in words, with the full titles, are in
@@ -187,7 +179,7 @@ def scorecard_markdown(rows: Sequence[dict] | None = None) -> str:
     rows = scorecard() if rows is None else rows
     header = ["Claim", "What", "quick", "full", "seeds"]
     cells = [
-        [_claim_cell(row), short(row["title"], TITLE_WIDTH), _status_mark(row["quick"]),
+        [_claim_cell(row), row["title"], _status_mark(row["quick"]),
          _status_mark(row["full"]), seeds_cell(row.get("seeds", ""))]
         for row in rows
     ]  # fmt: skip
@@ -230,25 +222,36 @@ def _profiles_text(row: dict) -> str:
 
 
 def _status_mark(cell: dict) -> str:
-    mark = _MARKS.get(cell["status"], cell["status"])
+    mark = claims.MARKS.get(cell["status"], cell["status"])
     return f"{mark}{_NBSP}(stale)" if cell.get("stale") else mark
 
 
 def not_reproduced_markdown(rows: Sequence[dict] | None = None) -> str:
     """A Markdown table of the claims not reproduced or inconclusive in some profile (or a
-    sentence if none), each with its finding in words."""
+    sentence if none): one row per claim, its title, its outcome in each profile ("quick ✗
+    not reproduced") and its finding in words (as in :func:`findings_markdown`)."""
     rows = scorecard() if rows is None else rows
-    cells = []
-    for row in rows:
-        for profile in profiles.PROFILES:
-            cell = row[profile]
-            if cell["status"] in (claims.NOT_REPRODUCED, claims.INCONCLUSIVE):
-                cells.append([_claim_cell(row), short(row["title"], 48), profile,
-                              cell["status"], cell["words"]])  # fmt: skip
+    doubtful = (claims.NOT_REPRODUCED, claims.INCONCLUSIVE)
+    cells = [
+        [_claim_cell(row), row["title"], _outcomes_text(row), _words(row)]
+        for row in rows
+        if any(row[profile]["status"] in doubtful for profile in profiles.PROFILES)
+    ]
     if not cells:
         return "Every claim that has been run reproduced.\n"
-    header = ["Claim", "What", "profile", "status", "finding in words"]
+    header = ["Claim", "What", "outcome", "finding in words"]
     return tables.markdown_table(header, cells)
+
+
+def _outcomes_text(row: dict) -> str:
+    """'quick: ✗ not reproduced; full: ? inconclusive' (a stale record marked as such)."""
+    parts = []
+    for profile in profiles.PROFILES:
+        cell = row[profile]
+        mark = claims.MARKS.get(cell["status"], "")
+        stale = " (stale)" if cell.get("stale") else ""
+        parts.append(f"{profile}: {mark} {cell['status']}{stale}")
+    return "; ".join(parts)
 
 
 def summary_markdown(counts: dict[str, dict[str, int]]) -> str:

@@ -18,7 +18,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from myst_parser.mdit_to_docutils.base import default_slugify
 
-from bnn_posteriors.claims import checking as claims
+from bnn_posteriors.store.provenance import repo_root
 
 _CLAIM_IDS = re.compile(r"C(\d+)\.(\d+)(?:\s*[–-]\s*C?(\d+)\.(\d+))?")
 _MATH = re.compile(r"\$[^$]*\$")
@@ -64,7 +64,7 @@ def toc_files(node) -> Iterator[str]:
 
 def book_dir() -> Path:
     """The ``book/`` folder of the repository."""
-    root = claims.repo_root()
+    root = repo_root()
     if root is None:
         raise FileNotFoundError("not inside the book's repository (no _toc.yml found)")
     return root / "book"

@@ -63,7 +63,7 @@ def cached_chapters(root: Path) -> list[Path]:
         notebook = read_chapter(path, config)
         if notebook is None:
             continue
-        if notebook.metadata.get("mystnb", {}).get("execution_mode", "cache") != "cache":
+        if (notebook.metadata.get("mystnb") or {}).get("execution_mode", "cache") != "cache":
             continue
         if any(cell.cell_type == "code" for cell in notebook.cells):
             chapters.append(path)

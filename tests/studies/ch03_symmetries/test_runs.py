@@ -53,6 +53,15 @@ def test_pairwise_roots_are_the_identity_and_the_swap():
         runs.pairwise_roots(num=1)
 
 
+def test_pairwise_case_names_name_each_case_in_order():
+    names = runs.pairwise_case_names(num=5)
+    assert len(names) == 16 and len(set(names)) == 16  # one per (prior, pair), as above
+    assert names[0] == f"{runs.KINDS[0]} prior, (θ1, θ2) = (-2, -1)"
+    assert names[8].startswith(f"{runs.KINDS[1]} prior")
+    with pytest.raises(ValueError, match="no pair"):
+        runs.pairwise_case_names(num=1)
+
+
 def test_two_weight_data_takes_the_first_input_column(monkeypatch):
     split = SimpleNamespace(x_train=np.stack([X, -X], axis=1), y_train=Y)
     monkeypatch.setattr(runs.data, "load_split", lambda name, seed, n_max: split)

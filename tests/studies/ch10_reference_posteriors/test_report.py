@@ -132,6 +132,14 @@ def test_leaderboard_table_orders_by_distance():
     assert "TV ↓" in report.leaderboard_table(
         rows, "c2"
     ) and "No scored part" in report.leaderboard_table(rows, "zz")
+    # compact: the distance keeps its interval, every other metric shows its mean alone
+    compact = report.leaderboard_table(rows, "r1", {"w2": 0.03}, compact=True).splitlines()
+    assert compact[0] == table.splitlines()[0].removesuffix(" seeds |")  # seeds said once
+    first = compact[2].split(" | ")
+    assert first[1].count("[") == 1 and all("[" not in cell for cell in first[2:])
+    assert len({line.count("|") for line in compact if line.startswith("|")}) == 1
+    seeds = {r["settings"]["seed"] for r in rows if r["settings"]["problem"] == "r1"}
+    assert compact[-1] == f"Each method over {len(seeds)} seeds."
 
 
 @pytest.mark.filterwarnings("error")  # a warning would land in the chapter's output as stderr

@@ -67,6 +67,7 @@ def c2_1(pooled: dict, cfg) -> tuple[Evidence, Evidence]:
         [rel_balanced, max_change],
         rule="less",
         expect=1e-9,
+        labels=["relative |f − g| after rebalancing", "largest change of the outputs"],
         note="rebalanced: relative |f - g| and largest change of the network outputs",
     )
     return identity, balanced
@@ -102,6 +103,7 @@ def c2_2(dips: dict, cfg) -> Evidence:
         rates,
         rule="greater",
         expect=cfg.dip_pass_rate,
+        labels=[f"H = {w}" for w in widths],
         gate=gate,
         note=f"fraction of (chain, component) pairs of {cfg.n_components} random components of u "
         f"whose dip-test p-value exceeds {cfg.dip_alpha}, at H = {cfg.widths_hidden}, "
@@ -172,6 +174,7 @@ def c2_3(per_width: dict, shrink: dict, ess_all: dict, cfg) -> Evidence:
         [shrink["size"][1], shrink["spread"][1]],
         rule="greater",
         expect=1.0,
+        labels=["lower end of ρ_A", "lower end of ρ_B"],
         gate=gate,
         note=f"[lower ends of the {cfg.boot_level:.0%} bootstrap intervals over chains of rho_A = "
         f"mean|u|(H={small}) / mean|u|(H={large}) and rho_B = spread of chain medians "
@@ -242,6 +245,7 @@ def c2_5(dips: dict, cfg) -> Evidence:
         [dips[w, k][0] for w, k in parts],
         rule="greater",
         expect=cfg.dip_pass_rate,
+        labels=[f"{k} at H = {w}" for w, k in parts],
         gate=gate,
         note=f"fraction of (chain, entry) pairs of up to {cfg.n_components} random entries whose "
         f"dip-test p-value exceeds {cfg.dip_alpha}, for {parts}; {cfg.num_chains} chains x "

@@ -81,9 +81,10 @@ def c3_2(flip_gap: dict, num_draws: int, num_weights: int = 6) -> Evidence:
     )
 
 
-def c3_3(roots_ok, min_gap_away) -> tuple[Evidence, Evidence]:
+def c3_3(roots_ok, min_gap_away, cases=None) -> tuple[Evidence, Evidence]:
     """C3.3, Prop. B.10: the only positive roots of ϖ(c) are 1 and |θ2/θ1|, and ϖ ≠ 0 away
-    from them; ``roots_ok``, ``min_gap_away``: :func:`.runs.pairwise_roots`."""
+    from them; ``roots_ok``, ``min_gap_away``: :func:`.runs.pairwise_roots`, and ``cases``
+    the names of its cases (:func:`.runs.pairwise_case_names`), which the finding cites."""
     roots_ok = np.array(roots_ok)
     if roots_ok.size == 0 or len(min_gap_away) != roots_ok.size:
         raise ValueError(
@@ -100,7 +101,8 @@ def c3_3(roots_ok, min_gap_away) -> tuple[Evidence, Evidence]:
         "C3.3",
         roots_ok,
         rule="true",
-        note="the only positive roots of varpi(c) on c in [0.05, 20] are 1 and |theta2/theta1|",
+        labels=cases,
+        note="the only positive roots of ϖ(c) for c in [0.05, 20] are 1 and |θ2/θ1|",
         table=table,
     )
     away = Evidence(
@@ -237,6 +239,7 @@ def c3_6(fits: dict, n_train: int, beta_hat: float, tau2_threshold: float, cfg) 
         np.array([v for v, _ in parts.values()]),
         rule="less",
         expect=np.array([b for _, b in parts.values()]),
+        labels=list(parts),
         note="[MFVI |mu1 mu2| at the smallest tau2 (< 0.05), NUTS P(|beta| <= 0.05) there "
         "(< 0.5: mass away from (0,0)), MFVI 1 - |mu1 mu2|/beta_hat at tau2 = 1 (< 0.5), "
         f"chains changing the sign of w1 at tau2 in {cfg.tau2s_figure} (< 1)]; "
@@ -339,6 +342,7 @@ def c3_7(scan: dict, summary: dict, tau2_c: float, beta_hat: float, cfg) -> tupl
         gain["adjusted"],
         rule="greater",
         expect=0.5,
+        labels=[f"τ² = {t:g}" for t in np.atleast_1d(gain["at"])],
         gate=_trap_gate(gain, progress, tau2_c, cfg),
         note="median adjusted |mu1 mu2| / nu* "
         f"({cfg.n_adjusted_seeds} runs, the plain runs' SVI keys) at the tau2 where plain MFVI "
@@ -362,6 +366,7 @@ def c3_7(scan: dict, summary: dict, tau2_c: float, beta_hat: float, cfg) -> tupl
         rule="greater",
         expect=0.0,
         finding="breaks-fixed-point",
+        labels=[f"adjusted prior {i + 1}" for i in range(np.size(grad_zero))],
         note=f"|grad_mu ELBO| at mu = 0 under each of the {grad_zero.size} adjusted priors "
         "N(theta0, Sigma) of the scan (q's sd at the plain optimum's; the gradient there is "
         f"|theta0 / Sigma| whatever the sd); under the plain prior it is {grad_plain:g}",
@@ -377,6 +382,7 @@ def c3_7(scan: dict, summary: dict, tau2_c: float, beta_hat: float, cfg) -> tupl
         rule="greater",
         expect=beta_hat / 2,
         finding="fig2-collapse",
+        labels=[f"run {i + 1}" for i in range(np.size(at_smallest["adjusted"]))],
         note=f"adjusted-prior |mu1 mu2| per run at tau2 = {smallest:g} (below tau2_c), where "
         f"plain SVI sits at (0,0) (max plain |mu1 mu2| {float(at_smallest['plain'].max()):.1e}), "
         f"must move at least halfway to beta_hat; median |theta01 theta02| = {theta0:.2e}",

@@ -50,12 +50,24 @@ def pairwise_roots(limit: float = 2.0, num: int = 9, c_range=(0.05, 20.0), num_c
     low, high = c_range
     if not 0 < low < high:
         raise ValueError(f"c_range must be 0 < low < high, got {c_range}")
+    cs = np.exp(np.linspace(np.log(low), np.log(high), num_c))
+    return symmetry.pairwise_root_checks(_pairs(limit, num), cs, KINDS)
+
+
+def _pairs(limit: float, num: int) -> list[tuple[float, float]]:
     grid = np.linspace(-limit, limit, num)
     pairs = [(a, b) for a in grid for b in grid if a != 0 and b != 0 and abs(a) != abs(b)]
     if not pairs:
         raise ValueError(f"the grid of {num} points on [-{limit}, {limit}] gives no pair")
-    cs = np.exp(np.linspace(np.log(low), np.log(high), num_c))
-    return symmetry.pairwise_root_checks(pairs, cs, KINDS)
+    return pairs
+
+
+def pairwise_case_names(limit: float = 2.0, num: int = 9) -> list[str]:
+    """The names of :func:`pairwise_roots`'s cases, in its order: "gaussian prior, (θ1, θ2)
+    = (−2, −1.5)", one per (prior, pair)."""
+    return [
+        f"{kind} prior, (θ1, θ2) = ({a:g}, {b:g})" for kind in KINDS for a, b in _pairs(limit, num)
+    ]
 
 
 def two_weight_data(cfg) -> tuple:

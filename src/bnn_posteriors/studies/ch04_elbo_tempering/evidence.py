@@ -219,6 +219,16 @@ def c41_evidence(fits: Mapping, *, fraction: float = 0.1, rmse_tol: float = 0.05
         c41_value,
         rule="less",
         expect=c41_bound,
+        labels=[
+            f"{name}: {what}"
+            for name in sets
+            for what in (
+                f"KL ratio N = {ns[-3]} → {ns[-2]}",
+                f"KL ratio N = {ns[-2]} → {ns[-1]}",
+                f"KL at N = {ns[-1]} / its largest",
+                f"relative RMSE gap to the prior mean at N = {ns[-1]}",
+            )
+        ],
         note=f"eta = 1, KL(q*||P0) averaged over {reps} splits; per set (synthetic, then "
         "concrete): KL(N_k+1)/KL(N_k) of the last two width steps (< 1: the tail falls), "
         "KL(largest N)/max_N KL (< 0.1), mean |RMSE - RMSE(prior mean)|/RMSE(prior mean) at the "
@@ -239,6 +249,9 @@ def c41_evidence(fits: Mapping, *, fraction: float = 0.1, rmse_tol: float = 0.05
         rule="less",
         expect=1.0,
         finding="monotone-kl",
+        labels=[
+            f"{name}: N = {a} → {b}" for name in sets for a, b in zip(ns, ns[1:], strict=False)
+        ],
         note=f"eta = 1, mean KL over {reps} splits: KL(N_k+1)/KL(N_k) for every step of the "
         f"widths {ns}, synthetic then concrete (< 1: decreasing at every step)",
         says=f"The untempered KL does not fall at every width: on the synthetic set it rises by "
@@ -413,6 +426,7 @@ def c42_evidence(
         np.array([r["high"] for _, _, r in c42_all]),
         rule="less",
         expect=np.array([r["bound"] for _, _, r in c42_all]),
+        labels=[f"{name}, {k}" for name, k, _ in c42_all],
         gate=Gate(passed=regression.decided(r for _, _, r in c42_all), why=why, decide=decide),
         note=f"fitted q* with eta_N = tau p/N; per set (synthetic, then concrete) and term (KL "
         "over N, D = sum_i E_q loss without the normalising constant over N, D over p): the "
@@ -456,6 +470,7 @@ def c42_evidence(
         rule="less",
         expect=tol,
         finding="data-term-linear",
+        labels=list(sets),
         note=f"|log-log slope of D over p {ps.tolist()} - 1| (mean over {reps} splits, "
         "whole range), synthetic then concrete: "
         + ", ".join(f"{name} {c42_slopes[name]['D over p']:.3f}" for name in sets),
@@ -641,6 +656,7 @@ def c44_evidence(
         np.array([cmp["d_acc"], cmp["d_nll"]]),
         rule="greater",
         expect=0.0,
+        labels=["accuracy gain of η_N", "NLL gain of η_N"],
         note=f"MNIST subset, {num_folds}-fold cross-fitting ({n_pooled} test images): "
         f"accuracy(eta_N) - accuracy(1) and NLL(1) - NLL(eta_N); 95% paired bootstrap "
         f"intervals [{acc_lo:.4f}, {acc_hi:.4f}] and [{nll_lo:.4f}, {nll_hi:.4f}]",
@@ -751,6 +767,7 @@ def c45_evidence(
         np.array([c45_read[name]["high"] for name in sets]),
         rule="less",
         expect=bound,
+        labels=[f"{name}: upper end of the tail slope's interval" for name in sets],
         gate=Gate(
             passed=regression.decided(c45_read.values()),
             why="; ".join(
@@ -797,6 +814,7 @@ def c45_evidence(
         rule="less",
         expect=bound,
         finding="full-range-slope",
+        labels=list(sets),
         note=f"least-squares log-log slope over all widths {ns} of the mean gap over "
         f"{reps} splits, synthetic then concrete: "
         + ", ".join(f"{gaps[name]['slope']:.3f}" for name in sets),

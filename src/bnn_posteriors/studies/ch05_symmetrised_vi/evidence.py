@@ -80,6 +80,7 @@ def c5_1_evidence(modes: Sequence[Mapping]) -> tuple[Evidence, Evidence, Evidenc
             "C5.1",
             sizes,
             rule="true",
+            labels=[f"widths {m['widths']}" for m in modes],
             note="the enumerated group has prod_l H_l! elements for (2,3,4,1) and (3,5,2)",
             table=tables.markdown_table(header, rows),
         ),
@@ -259,6 +260,10 @@ def c5_2_separation_evidence(
             sep_step_z,
             rule="greater",
             expect=z_bar,
+            labels=[
+                f"d = {a:.2f} → {b:.2f}"
+                for a, b in list(zip(separations, separations[1:], strict=False))[: len(sep_step_z)]
+            ],
             note="I grows with the separation d: every step of I over the unsaturated part "
             f"(log|G| - I > 1% of log|G|, d <= {separations[len(sep_step_z)]}) is positive "
             "by > 3 s.e.",
@@ -268,6 +273,7 @@ def c5_2_separation_evidence(
             infonce_z,
             rule="less",
             expect=z_bar,
+            labels=[f"K = {k}" for k in ks],
             note="InfoNCE bound hat I_K <= I: (hat I_K - I) / s.e., paired on the same draws, "
             f"< 3 for every K in {tuple(ks)}",
             table=k_table,
@@ -427,6 +433,7 @@ def c5_4_toy_evidence(
             rule="greater",
             expect=tie,
             gate=gate,
+            labels=[f"ELBO gain at H = {last}", f"test log-lik gain at H = {last}"],
             says=f"On the toy set at H = {last}, where plain MFVI merges units (its I is "
             f"{reading['deficit'][-1]:.2f} nats below log|G|), the symmetrised method has the "
             f"higher ELBO, by {elbo_m:.2f} nats [{elbo_lo:.2f}, {elbo_hi:.2f}], and the better "
@@ -444,6 +451,7 @@ def c5_4_toy_evidence(
             reading["not_worse"],
             rule="greater",
             expect=-tie,
+            labels=[f"{what} gain at H = {w}" for what in ("ELBO", "test log-lik") for w in widths],
             says=f"At no toy width (H = {', '.join(map(str, widths))}) is the symmetrised method "
             f"worse: the upper ends of the {pct} intervals of its ELBO and test-log-likelihood "
             f"gains are at least {reading['not_worse'].min():+.4f}.",
@@ -620,6 +628,7 @@ def c5_4_mnist_evidence(
         expect=tie,
         gate=gate,
         finding="mnist",
+        labels=[f"ELBO gain at H = {m_last}", f"test log-lik gain at H = {m_last}"],
         says=says,
         note=f"the reading of C5.4 on MNIST at H = {widths} ({mi_short}): lower ends of the "
         f"{pct} BCa bootstrap intervals of the ELBO and test log-lik gains at the largest width, "

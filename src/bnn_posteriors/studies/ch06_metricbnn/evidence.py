@@ -192,6 +192,10 @@ def c6_3_and_c6_4(
         np.array([tol - excess["high"], straight["low"] - threshold]),
         rule="greater",
         expect=0.0,
+        labels=[
+            f"{tol:.0%} minus the upper end of the training-loss excess",
+            f"lower end of the straightness minus {threshold}",
+        ],
         committed=committed,
         note=f"[{tol:.0%} - upper end of the {LEVEL:.0%} t-interval of the mean training-loss "
         f"excess of the decoded samples, lower end of straightness's - {threshold}] over "
@@ -428,6 +432,7 @@ def c6_8(rows: dict, terms: list, summary: dict) -> tuple[Evidence, Evidence]:
         rule="greater",
         expect=0.0,
         finding="absolute-cost",
+        labels=[f"{depth} hidden layers" for depth in rows["depth"]],
         note=f"log10(LA / MetricBNN FLOPs) at depths {rows['depth']}; extrapolated crossing at "
         f"P = {crossing['size']:.0f}",
         says=f"MetricBNN costs {ratio.min():.0f} to {ratio.max():.3g} times the LA's FLOPs at "

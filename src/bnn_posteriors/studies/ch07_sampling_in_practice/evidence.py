@@ -286,6 +286,7 @@ def c7_3_evidence(sat: Mapping, *, n_orderings: int) -> Evidence:
         "C7.3",
         np.array([sat["gain_1_10"], sat["gain_10_max"]]),
         rule="decreasing",
+        labels=["LPPD gain from 1 to 10 chains", f"LPPD gain from 10 to {n} chains"],
         note=f"LPPD gains 1->10 and 10->{n} chains (mean of {n_orderings} "
         f"orderings); LPPD at 1, 10, {n} chains: {sat['lppd_1']:.4f}, "
         f"{sat['lppd_10']:.4f}, {sat['lppd_max']:.4f}",
@@ -373,6 +374,7 @@ def c7_4_evidence(
         lows,
         rule="greater",
         expect=0.0,
+        labels=[f"seed {r['settings']['seed']}" for r in runs] if committed else ["this build"],
         note="lower ends of the 95% bootstrap intervals over chains of min KS(first, last "
         "kernel) minus mean KS(intermediate kernels) to N(0,1), "
         + basis
@@ -603,6 +605,7 @@ def c7_6_rank_evidence(
         rk["low"],
         rule="greater",
         expect=0.0,
+        labels=labels,
         gate=gate,
         committed=PRIOR_RESULTS if committed else None,
         note=f"lower ends of the 95% bootstrap intervals (over {rk['n_cells']} cells) of scale "
@@ -688,6 +691,7 @@ def c7_6_paired_evidence(
         rule="greater",
         expect=0.0,
         finding="paired-lppd",
+        labels=list(parts),
         committed=PRIOR_RESULTS if committed else None,
         gate=Gate(
             passed=bool(committed and pv["decided"]),

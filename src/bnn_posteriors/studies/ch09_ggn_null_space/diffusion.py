@@ -110,7 +110,7 @@ def diffusion_evidence(result: dict, cfg) -> list[Evidence]:
                 ch9_diff_skipped=left_out or "none")  # fmt: skip
     return [
         Evidence(
-            "C9.4", nll_gap, rule="less", expect=0.0, table=table, glue=glue,
+            "C9.4", nll_gap, rule="less", expect=0.0, table=table, glue=glue, labels=list(scores),
             note=f"training NLL of the Laplace diffusion − of the sampled LA on "
             f"{', '.join(names)} ({sizes}; ranks "
             f"{', '.join(str(result['ranks'][n]) for n in names)})",
@@ -118,7 +118,7 @@ def diffusion_evidence(result: dict, cfg) -> list[Evidence]:
             "training NLL is lower on every set.",
         ),
         Evidence(
-            "C9.4", lppd_gap, rule="greater", expect=0.0,
+            "C9.4", lppd_gap, rule="greater", expect=0.0, labels=list(scores),
             note=f"test LPPD of the Laplace diffusion − of the sampled LA on {', '.join(names)}",
             says="The Laplace diffusion's test LPPD is higher than the sampled LA's on every set.",
         ),

@@ -186,6 +186,8 @@ def rank_evidence(study: dict) -> Evidence:
     breaks = study["rank_hessian"] > study["NO"]
     return Evidence(
         "C9.1", ok.tolist(), rule="true", table=table,
+        labels=[f"rank(GGN) ≤ N·O at N = {int(n)}" for n in study["N"]]
+        + [f"dim ker = P − rank at N = {int(n)}" for n in study["N"]],
         note="rank(GGN) ≤ N·O, then dim null_space(GGN) == P − rank(GGN), per N (float64 SVD)",
         says="The GGN's rank never exceeds N·O and its kernel has dimension P − rank at "
         "every N, exactly; the full Hessian's rank does exceed N·O.",
@@ -285,18 +287,19 @@ def underfitting_evidence(fits: list[Fit], rng_key, cfg) -> list[Evidence]:
     return [
         Evidence(
             "C9.2", ratio, rule="greater", expect=cfg.underfit_ratio, gate=gate, table=table,
+            labels=names,
             note=f"sampled-LA training RMSE / MAP training RMSE on {', '.join(names)}",
             says="The sampled LA's training RMSE is a multiple of the MAP's on every set: it "
             "underfits.",
             glue={**glue, "ch9_underfit_ratio": cfg.underfit_ratio},
         ),
         Evidence(
-            "C9.2", nll_gap, rule="less", expect=0.0, gate=gate,
+            "C9.2", nll_gap, rule="less", expect=0.0, gate=gate, labels=names,
             note="linearised-LA training NLL − sampled-LA training NLL, per set",
             says="The linearised LA's training NLL is below the sampled LA's on every set.",
         ),
         Evidence(
-            "C9.2", split, rule="greater", expect=1.0, gate=gate,
+            "C9.2", split, rule="greater", expect=1.0, gate=gate, labels=list(changes),
             table=tables.markdown_table(
                 ["data", "RMS change, Δ", "kernel part", "image part"], split_rows
             ),
@@ -389,6 +392,7 @@ def projected_evidence(f: Fit, study: dict, grid, cfg) -> list[Evidence]:
         ),
         Evidence(
             "C9.3", [sd_gap / sd_train, sd_far / sd_train], rule="greater", expect=cfg.sd_ratio,
+            labels=["in the gap", "beyond the data"],
             note="linearised predictive sd of the projected posterior: median in the gap / max "
             "at the training inputs, median beyond the data / max at the training inputs",
             says="The projected posterior's predictive sd vanishes at the training inputs and "
@@ -446,6 +450,7 @@ def lanczos_evidence(study: dict, cfg) -> list[Evidence]:
     return [
         Evidence(
             "C9.6", rel, rule="approx", expect=[0.0, 0.0], tol=cfg.slq_tolerance,
+            labels=["log det", "its gradient in δ"],
             note="relative error of SLQ log det(G + δI) and of its δ-gradient vs dense eigh",
             says="matfree's Lanczos estimates the log-determinant and its gradient in δ "
             "within the tolerance of the dense values.",

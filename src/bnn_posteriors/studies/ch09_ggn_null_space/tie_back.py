@@ -183,7 +183,7 @@ def tie_back_evidence(study: dict) -> Evidence:
     )  # fmt: skip
     return Evidence(
         "C9.2", ratios, rule="less", expect=TIE_BACK_RATIO, table=table,
-        finding="metricbnn-tie-back",
+        finding="metricbnn-tie-back", labels=names,
         note="RMS change of the training logits under MetricBNN's perturbations / under "
         f"sampled LA's, on {', '.join(names)} (chapter 6's pipeline); expectation (the "
         f"book's, no paper's): below {TIE_BACK_RATIO} on every set, MetricBNN keeps its "

@@ -172,6 +172,7 @@ def closer(
             "the missing parts (bnn-posteriors scores --profile full)",
         )
         value = highs if decided else np.array([np.nan])
+        labels = [f"{p}: {a} vs {b}" for p, b, _ in decided] if decided else ["no pair"]
     elif not decided:
         gate = Gate(
             False,
@@ -181,6 +182,7 @@ def closer(
             f"a mixed reference on a problem where {a} applies, and its scored seeds",
         )
         value = np.array([np.nan])
+        labels = ["no pair"]
     else:
         gate = Gate(
             bool(above) or not straddle,
@@ -190,6 +192,7 @@ def closer(
             "more seeds (the interval narrows as 1/√n) or fits whose spread over seeds is smaller",
         )
         value = highs
+        labels = [f"{p}: {a} vs {b}" for p, b, _ in decided]
     pairs = ", ".join(
         f"{p}/{b} {r['ratio']:.3g} [{r['low']:.3g}, {r['high']:.3g}]" for p, b, r in decided
     )
@@ -200,7 +203,7 @@ def closer(
         f"above the bound {bound:g}: {above or 'none'}"
     )
     verdict = (
-        "holds" if decided and not above and not straddle else "fails" if above else "is undecided"
+        "holds" if decided and not above and not straddle else "fails" if above else "undecided"
     )
     says = (
         f"{says_what}: {verdict} on the mixed references "
@@ -214,6 +217,7 @@ def closer(
         value,
         rule="less",
         expect=bound,
+        labels=labels,
         note=note,
         says=says,
         gate=gate,
@@ -273,12 +277,14 @@ def collapses(
         "a problem with N·O ≥ P whose two methods are scored",
     )
     value = np.array(list(worst.values())) if worst else np.array([np.nan])
+    labels = list(worst) if worst else ["no problem with N·O ≥ P"]
     listed = ", ".join(f"{p} {v:.2g}" for p, v in worst.items()) or "none"
     return Evidence(
         claim,
         value,
         rule="less",
         expect=rtol,
+        labels=labels,
         finding=finding,
         gate=gate,
         committed=committed,

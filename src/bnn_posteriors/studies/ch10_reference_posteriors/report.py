@@ -77,12 +77,21 @@ def mixing_table(
 
 
 def leaderboard_table(
-    rows: Sequence[Mapping], problem: str, floor: Mapping | None = None, missing: Sequence[str] = ()
+    rows: Sequence[Mapping],
+    problem: str,
+    floor: Mapping | None = None,
+    missing: Sequence[str] = (),
+    *,
+    compact: bool = False,
 ) -> str:
     """The leaderboard of ``problem``: per method the mean and 95 % t-interval over seeds of
     each metric (:func:`.score.leaderboard`), its cost in GFLOPs, ordered by the distance to
     the reference; methods that do not apply are listed with the reason, the reference's own
-    floor and scores come last (``floor``), and ``missing`` parts are counted."""
+    floor and scores come last (``floor``), and ``missing`` parts are counted.
+
+    ``compact``: the interval of the ranking distance only, the other metrics as their means,
+    and the seeds said once below the table where every method has the same number (a table
+    that fits the text column; the full one goes in a dropdown)."""
     mine = [r for r in rows if r["settings"]["problem"] == problem]
     applied = [r for r in mine if r.get("applies", True)]
     if not applied:
@@ -94,26 +103,33 @@ def leaderboard_table(
     for key in order:
         entry = board[key]
         cells = [key[1]]
-        for m in metrics:
+        for i, m in enumerate(metrics):
             mean, low, high = entry[m]
-            cells.append(f"{mean:.3f}" if np.isnan(low) else f"{mean:.3f} [{low:.3f}, {high:.3f}]")
+            bare = np.isnan(low) or (compact and i > 0)
+            cells.append(f"{mean:.3f}" if bare else f"{mean:.3f} [{low:.3f}, {high:.3f}]")
         cells += [f"{entry['flops'][0] / 1e9:.3g}", str(entry["seeds"])]
         out.append(cells)
+    seeds = {entry["seeds"] for entry in board.values()}
+    one_count = compact and len(seeds) == 1
+    if one_count:  # the seeds column says the same on every row: said once, below
+        out = [cells[:-1] for cells in out]
+    blank = [""] * (len(metrics) + (0 if one_count else 1))
     for method, reason in sorted(
         {(r["settings"]["method"], r["reason"]) for r in mine if not r.get("applies", True)}
     ):
-        out.append([method, f"does not apply: {reason}", *[""] * (len(metrics) + 1)])
+        out.append([method, f"does not apply: {reason}", *blank])
     if floor is not None:
         out.append(
             [
                 "*reference (half vs half)*",
                 *[f"{floor[m]:.3f}" if m in floor else "" for m in metrics],
-                "",
-                "",
+                *blank[len(metrics) - 1 :],
             ]
         )
-    header = ["method", *(LABELS[m] for m in metrics), "GFLOPs", "seeds"]
+    header = ["method", *(LABELS[m] for m in metrics), "GFLOPs", *([] if one_count else ["seeds"])]
     table = tables.markdown_table(header, out)
+    if one_count:
+        table += f"\nEach method over {seeds.pop()} seeds.\n"
     if missing:
         table += f"\n\n{len(missing)} parts of {problem} still to run."
     return table
