@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 from bnn_posteriors.claims import checking as claims
-from bnn_posteriors.cli.main import environ, run_chapter
 from bnn_posteriors.site import tables
+from bnn_posteriors.site.execute import environ, run_chapter
 
 # JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS of each setting (JAX's default is 1 s)
 SETTINGS = {"default (1 s)": "1", "every program (0 s)": "0"}

@@ -80,3 +80,22 @@ def test_bad_input_gets_a_clear_error(book, tmp_path):
     (book / "_config.yml").write_text(config)
     with pytest.raises(ValueError, match="execute_notebooks: cache"):
         execute.execute_chapters(book)
+
+
+@pytest.mark.slow  # starts three kernels
+def test_execute_notebook_runs_reports_progress_and_failures(book):
+    config = execute.book_config(book)
+    notebook = execute.read_chapter(book / "book" / "01_ok.md", config)
+    cells = []
+    seconds, error = execute.execute_notebook(
+        notebook, book / "book", 60, on_cell=lambda **kw: cells.append(kw["cell"].cell_type)
+    )
+    assert error is None and seconds > 0 and cells == ["code"]
+    assert notebook.cells[-1].outputs[0]["text"] == "4 book\n"  # ran in the folder given
+    broken = execute.read_chapter(book / "book" / "02_fails.md", config)
+    _, error = execute.execute_notebook(broken, book / "book", 60)
+    assert "RuntimeError" in error and "broken" in error
+    (book / "book" / "03_dies.md").write_text(chapter("import os\nos._exit(1)"))
+    dies = execute.read_chapter(book / "book" / "03_dies.md", config)
+    _, error = execute.execute_notebook(dies, book / "book", 60)
+    assert error is not None and "kernel died" in error

@@ -48,26 +48,3 @@ def test_align_units_undoes_a_permutation():
     np.testing.assert_array_equal(aligned[1], u[0])
     with pytest.raises(ValueError, match="chains, draws, H, d"):
         convex.align_units(u[0])
-
-
-def test_sample_posterior_shapes():
-    keys = jax.random.split(jax.random.key(2), 2)
-    run = convex.sample_posterior(
-        keys[0],
-        keys[1],
-        X[:10],
-        Y[:10],
-        3,
-        prior_scale=1.0,
-        num_chains=2,
-        warm_steps=20,
-        warm_learning_rate=0.01,
-        num_warmup=20,
-        num_samples=10,
-        target_acceptance_rate=0.8,
-        max_tree_depth=4,
-    )
-    assert run["u"].shape == (2, 10, 3, 3) and run["W1"].shape == (2, 10, 3, 3)
-    assert run["w2"].shape == (2, 10, 3) and run["sigma"].shape == (2, 10)
-    np.testing.assert_allclose(run["u"], run["w2"][..., None] * run["W1"])
-    assert np.asarray(run["potential"]).shape == (2,)

@@ -22,6 +22,7 @@ import numpy as np
 from bnn_posteriors.claims import checking as claims
 from bnn_posteriors.site import chapters as book
 from bnn_posteriors.site import profiles, tables
+from bnn_posteriors.site.execute import environ, run_chapter
 from bnn_posteriors.store import committed as results
 from bnn_posteriors.util.validate import positive_int
 
@@ -90,7 +91,7 @@ def run_sweep(
     """Run every chapter (default: all of ``_toc.yml``) under ``n_seeds`` seeds; write ``out``.
 
     ``execute(chapter_path, profile, seed)`` runs one chapter and returns its exit code
-    (default: :func:`bnn_posteriors.cli.main.run_chapter`). Runs of chapters not asked for are
+    (default: :func:`bnn_posteriors.site.execute.run_chapter`). Runs of chapters not asked for are
     kept from an existing file; with ``resume``, runs already in it are not repeated. The
     file is rewritten after every run, so an interrupted sweep loses no finished run.
     """
@@ -101,8 +102,6 @@ def run_sweep(
         if name not in paths or name not in profiles.chapters():
             raise ValueError(f"unknown chapter {name!r}; the chapters are {sorted(paths)}")
     out = sweep_path(profile) if out is None else Path(out)
-    from bnn_posteriors.cli.main import environ, run_chapter
-
     execute = run_chapter if execute is None else execute
 
     previous = load_sweep(out) or {"runs": {}}

@@ -1,18 +1,16 @@
 """The ``bnn-posteriors`` command: run a chapter headless, print the claim scorecard.
 
 ``bnn-posteriors run book/01_narrow_networks.md --profile full --seed 1`` executes the
-MyST chapter with nbclient and writes ``_build/executed/<profile>/<stem>.ipynb``;
-``bnn-posteriors claims`` prints the status of every claim per profile.
+MyST chapter (:func:`bnn_posteriors.site.execute.run_chapter`, the book's one runner) and
+writes ``_build/executed/<profile>/<stem>.ipynb``; ``bnn-posteriors claims`` prints the
+status of every claim per profile.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import sys
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from bnn_posteriors.claims import checking as claims
@@ -25,6 +23,7 @@ from bnn_posteriors.cli.studies import (
     run_scores,
 )
 from bnn_posteriors.site import profiles
+from bnn_posteriors.site.execute import run_chapter
 
 WIDTH = 100  # terminal columns of the scorecard table
 
@@ -38,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    run = commands.add_parser("run", help="execute a MyST chapter headless with nbclient")
+    run = commands.add_parser("run", help="execute a MyST chapter headless, as the book build does")
     run.add_argument("chapter", type=Path, help="the chapter's .md file (Jupytext MyST)")
     run.add_argument("--profile", help="quick or full (default: $BNN_PROFILE, else quick)")
     run.add_argument("--seed", type=int, help="override the chapter's seed (sets BNN_SEED)")
@@ -183,94 +182,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # --------------------------------------------------------------------------- run
-
-
-def run_chapter(
-    chapter: Path,
-    profile: str | None = None,
-    seed: int | None = None,
-    timeout: int | None = None,
-    out: Path | None = None,
-) -> int:
-    """Execute ``chapter`` under ``profile``/``seed``; write the executed notebook."""
-    try:
-        profile = profiles.profile_name(profile)
-    except ValueError as error:
-        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
-        return 2
-    chapter = Path(chapter)
-    if not chapter.is_file():
-        print(f"bnn-posteriors: error: no chapter file {chapter}", file=sys.stderr)
-        return 2
-    if seed is not None and seed < 0:
-        print(f"bnn-posteriors: error: --seed must be ≥ 0, got {seed}", file=sys.stderr)
-        return 2
-
-    import jupytext
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
-
-    notebook = jupytext.read(chapter)
-    target = executed_path(chapter, profile, out)
-    variables = {"BNN_PROFILE": profile}
-    if seed is not None:
-        variables["BNN_SEED"] = str(seed)
-    from tqdm import tqdm
-
-    print(f"running {chapter} (profile {profile}, seed {variables.get('BNN_SEED', 'default')})")
-    progress = tqdm(
-        total=sum(cell.cell_type == "code" for cell in notebook.cells),
-        desc=chapter.stem,
-        unit="cell",
-        file=sys.stdout,
-    )
-    client = NotebookClient(
-        notebook,
-        kernel_name="python3",
-        timeout=timeout,
-        resources={"metadata": {"path": str(chapter.resolve().parent)}},
-        on_cell_executed=lambda **_: progress.update(),
-    )
-    start = time.perf_counter()
-    failure = None
-    with environ(variables):
-        try:
-            client.execute()
-        except (CellExecutionError, CellTimeoutError, DeadKernelError) as error:
-            failure = error
-    progress.close()
-    wall = time.perf_counter() - start
-    target.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(notebook, target)
-    print(f"executed notebook: {target}")
-    print(f"wall time: {wall:.1f} s")
-    if failure is not None:
-        print(f"bnn-posteriors: {chapter} failed:\n{failure}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def executed_path(chapter: Path, profile: str, out: Path | None = None) -> Path:
-    """Where the executed notebook goes: ``<out>/<profile>/<stem>.ipynb``."""
-    if out is None:
-        out = (claims.repo_root() or Path.cwd()) / "_build" / "executed"
-    return Path(out) / profile / f"{Path(chapter).stem}.ipynb"
-
-
-@contextlib.contextmanager
-def environ(values: dict[str, str]) -> Iterator[None]:
-    """Set environment variables for the kernel, restoring the old values afterwards."""
-    old = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in old.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 # --------------------------------------------------------------------------- sweep

@@ -41,7 +41,7 @@ def train_map(
     y,
     *,
     likelihood: str,
-    noise_scale: float = 1.0,
+    noise_scale: float | jax.Array = 1.0,
     prior_precision: float = 1.0,
     activation: str = "relu",
     apply_fn: Callable | None = None,

@@ -160,7 +160,11 @@ def tune_chains(target, spec, keys, z0, x, y, scale, tuning_steps, mesh, chunks,
     divergences = []
     with _progress(n12, "MILE tuning", progress) as bar:
         for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-            xs = (step_keys[:, a:b], jnp.asarray(target_var[a:b]), jnp.asarray(mask[a:b]))
+            xs: tuple[jax.Array, ...] = (
+                step_keys[:, a:b],
+                jnp.asarray(target_var[a:b]),
+                jnp.asarray(mask[a:b]),
+            )
             xs = (xs[0], *(jnp.broadcast_to(v, (xs[0].shape[0], b - a)) for v in xs[1:]))
             carry, div = tune(carry, xs, x, y, scale)
             divergences.append(np.asarray(div))

@@ -14,18 +14,27 @@ without error. A chapter that fails is left out of the cache, so the build execu
 once more and reports the error with its traceback, as without this step. Pages that
 ``mystnb.execution_mode: force`` (the scorecard and the pages that read the chapters'
 claim records) are left to the build, which runs them after the chapters.
+
+:func:`run_chapter` executes one chapter headless under a profile and a seed, with
+progress, into ``_build/executed/`` (``bnn-posteriors run``, the seed sweep, the
+benchmarks).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import yaml
 
+from bnn_posteriors.site import profiles
 from bnn_posteriors.site.chapters import toc_files
+from bnn_posteriors.store.provenance import repo_root
 from bnn_posteriors.util.validate import positive_int
 
 
@@ -70,15 +79,32 @@ def cached_chapters(root: Path) -> list[Path]:
     return chapters
 
 
+def execute_notebook(
+    notebook, cwd: Path, timeout: int | None, on_cell: Callable[..., object] | None = None
+) -> tuple[float, str | None]:
+    """Execute ``notebook`` in place, in the folder ``cwd``, as the book build does (the one
+    runner of the book: jupyter-cache's, which Jupyter Book uses): ``(seconds, error text or
+    None)``. ``on_cell`` is called after each cell (progress); a cell that raises, times out
+    or kills its kernel stops the run and is reported in the error text."""
+    from jupyter_cache.executors.utils import single_nb_execution
+    from nbclient.exceptions import DeadKernelError
+
+    hooks = {} if on_cell is None else {"on_cell_executed": on_cell}
+    start = time.perf_counter()
+    try:
+        result = single_nb_execution(
+            notebook, cwd=str(cwd), allow_errors=False, timeout=timeout, meta_override=True, **hooks
+        )
+    except DeadKernelError as error:
+        return time.perf_counter() - start, f"the kernel died: {error}"
+    return result.time, (result.exc_string if result.err is not None else None)
+
+
 def _execute(path: Path, config: dict, timeout: int):
     """Execute one chapter in its folder: ``(notebook, seconds, error text or None)``."""
-    from jupyter_cache.executors.utils import single_nb_execution
-
     notebook = read_chapter(path, config)
-    result = single_nb_execution(
-        notebook, cwd=str(path.parent), allow_errors=False, timeout=timeout, meta_override=True
-    )
-    return notebook, result.time, (result.exc_string if result.err is not None else None)
+    seconds, error = execute_notebook(notebook, path.parent, timeout)
+    return notebook, seconds, error
 
 
 def execute_chapters(
@@ -134,6 +160,83 @@ def _not_cached(cache, notebook) -> bool:
     except KeyError:
         return True
     return False
+
+
+# --------------------------------------------------------------------------- one chapter
+
+
+def run_chapter(
+    chapter: Path,
+    profile: str | None = None,
+    seed: int | None = None,
+    timeout: int | None = None,
+    out: Path | None = None,
+) -> int:
+    """Execute ``chapter`` under ``profile``/``seed``; write the executed notebook."""
+    try:
+        profile = profiles.profile_name(profile)
+    except ValueError as error:
+        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
+        return 2
+    chapter = Path(chapter)
+    if not chapter.is_file():
+        print(f"bnn-posteriors: error: no chapter file {chapter}", file=sys.stderr)
+        return 2
+    if seed is not None and seed < 0:
+        print(f"bnn-posteriors: error: --seed must be ≥ 0, got {seed}", file=sys.stderr)
+        return 2
+
+    import jupytext
+    import nbformat
+    from tqdm import tqdm
+
+    notebook = jupytext.read(chapter)
+    target = executed_path(chapter, profile, out)
+    variables = {"BNN_PROFILE": profile}
+    if seed is not None:
+        variables["BNN_SEED"] = str(seed)
+    print(f"running {chapter} (profile {profile}, seed {variables.get('BNN_SEED', 'default')})")
+    progress = tqdm(
+        total=sum(cell.cell_type == "code" for cell in notebook.cells),
+        desc=chapter.stem,
+        unit="cell",
+        file=sys.stdout,
+    )
+    with environ(variables):
+        wall, failure = execute_notebook(
+            notebook, chapter.resolve().parent, timeout, on_cell=lambda **_: progress.update()
+        )
+    progress.close()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, target)
+    print(f"executed notebook: {target}")
+    print(f"wall time: {wall:.1f} s")
+    if failure is not None:
+        print(f"bnn-posteriors: {chapter} failed:\n{failure}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def executed_path(chapter: Path, profile: str, out: Path | None = None) -> Path:
+    """Where the executed notebook goes: ``<out>/<profile>/<stem>.ipynb``."""
+    if out is None:
+        out = (repo_root() or Path.cwd()) / "_build" / "executed"
+    return Path(out) / profile / f"{Path(chapter).stem}.ipynb"
+
+
+@contextlib.contextmanager
+def environ(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables for the kernel, restoring the old values afterwards."""
+    old = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def main() -> None:

@@ -8,7 +8,6 @@ W1 (H, d) is ``params[0]["W"].T`` and w2 (H,) is ``params[1]["W"][:, 0]``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -16,9 +15,7 @@ import numpy as np
 from scipy import optimize
 
 from bnn_posteriors.data import loaders as data
-from bnn_posteriors.inference import mcmc
 from bnn_posteriors.models import nets
-from bnn_posteriors.models import numpyro_models as models
 
 
 def _two_layer(params) -> tuple[jnp.ndarray, jnp.ndarray]:
@@ -225,74 +222,4 @@ def lemma_summary(gaps: dict) -> dict:
         "rel_identity": np.max(np.abs(pooled["gap"] - pooled["imbalance"]) / scale),
         "rel_balanced": np.max(np.abs(pooled["gap_balanced"]) / scale),
         "max_change": max(float(v["change_of_f"].max()) for v in gaps.values()),
-    }
-
-
-def sample_posterior(
-    key_warm,
-    key_nuts,
-    x,
-    y,
-    width: int,
-    *,
-    prior_scale: float,
-    num_chains: int,
-    warm_steps: int,
-    warm_learning_rate: float,
-    num_warmup: int,
-    num_samples: int,
-    target_acceptance_rate: float,
-    max_tree_depth: int,
-    chunk_size: int | None = None,
-    cache: bool | Path = False,
-    progress: bool = False,
-) -> dict:
-    """NUTS on the bias-free two-layer ReLU regression net, warm-started ([SAP] App. D.2).
-
-    Every chain starts at its own MAP estimate (:func:`mcmc.warm_starts`) and runs NUTS
-    (:func:`mcmc.nuts`) on :func:`models.mlp_regression` with widths (d, ``width``, 1) and
-    log σ sampled. Returns ``u`` (chains, draws, H, d) (:func:`group_hadamard`), the paper's
-    ``W1`` (chains, draws, H, d) and ``w2`` (chains, draws, H), ``sigma`` (chains, draws),
-    the sampler's ``stats`` and the warm starts' final ``potential`` (chains,).
-    ``chunk_size``, ``cache``, ``progress``: a long run in resumable chunks of draws
-    (:func:`mcmc.nuts`).
-    """
-    kwargs = {
-        "x": x,
-        "y": y,
-        "widths": (x.shape[1], width, 1),
-        "bias": False,
-        "prior_scale": prior_scale,
-    }
-    positions, potential = mcmc.warm_starts(
-        key_warm,
-        models.mlp_regression,
-        kwargs,
-        num_chains=num_chains,
-        num_steps=warm_steps,
-        learning_rate=warm_learning_rate,
-    )
-    samples, stats = mcmc.nuts(
-        key_nuts,
-        models.mlp_regression,
-        kwargs,
-        num_chains=num_chains,
-        num_warmup=num_warmup,
-        num_samples=num_samples,
-        init_positions=positions,
-        target_acceptance_rate=target_acceptance_rate,
-        max_num_doublings=max_tree_depth,
-        chunk_size=chunk_size,
-        cache=cache,
-        progress=progress,
-    )
-    samples = jax.tree_util.tree_map(np.asarray, samples)
-    params = [{"W": samples["W0"]}, {"W": samples["W1"]}]  # (chains, draws, ...)
-    return {
-        "u": np.asarray(group_hadamard(params)),
-        "W1": np.swapaxes(samples["W0"], -1, -2),
-        "w2": samples["W1"][..., 0],
-        "sigma": np.exp(samples["log_sigma"]),
-        "stats": stats,
-        "potential": potential,
     }

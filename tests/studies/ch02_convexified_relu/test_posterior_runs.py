@@ -34,7 +34,7 @@ CFG = SimpleNamespace(
 
 
 def fake_run(width: int, chains: int = 3, draws: int = 40, d: int = 2) -> dict:
-    """A run shaped like convex.sample_posterior's, with independent Gaussian draws."""
+    """A run shaped like sample_posterior's, with independent Gaussian draws."""
     w1 = RNG.normal(size=(chains, draws, width, d))
     w2 = RNG.normal(size=(chains, draws, width))
     stats = {
@@ -70,7 +70,7 @@ def test_sample_widths_splits_each_key_by_width_and_passes_the_settings(monkeypa
         calls.append((key_warm, key_nuts, width, kwargs))
         return {"width": width}
 
-    monkeypatch.setattr(posterior_runs.convex, "sample_posterior", fake_sample)
+    monkeypatch.setattr(posterior_runs, "sample_posterior", fake_sample)
     x, y = RNG.normal(size=(12, 2)), RNG.normal(size=12)
     key_warm, key_nuts = jax.random.key(0), jax.random.key(1)
     runs = posterior_runs.sample_widths(key_warm, key_nuts, x, y, CFG)
@@ -146,3 +146,27 @@ def test_rhat_matching_units_removes_a_relabelling():
     assert np.median(rhats[3]["rhat_raw"]) > 1.5 and np.median(rhats[3]["rhat_aligned"]) < 1.1
     table, values = posterior_runs.rhat_table(rhats, 40)
     assert set(values) == {"rhat_raw_3", "rhat_aligned_3"} and "of 40 draws" in table
+
+
+def test_sample_posterior_shapes():
+    keys = jax.random.split(jax.random.key(2), 2)
+    x, y = RNG.normal(size=(10, 3)), RNG.normal(size=10)
+    run = posterior_runs.sample_posterior(
+        keys[0],
+        keys[1],
+        x,
+        y,
+        3,
+        prior_scale=1.0,
+        num_chains=2,
+        warm_steps=20,
+        warm_learning_rate=0.01,
+        num_warmup=20,
+        num_samples=10,
+        target_acceptance_rate=0.8,
+        max_tree_depth=4,
+    )
+    assert run["u"].shape == (2, 10, 3, 3) and run["W1"].shape == (2, 10, 3, 3)
+    assert run["w2"].shape == (2, 10, 3) and run["sigma"].shape == (2, 10)
+    np.testing.assert_allclose(run["u"], run["w2"][..., None] * run["W1"])
+    assert np.asarray(run["potential"]).shape == (2,)

@@ -264,3 +264,15 @@ def test_resumable_mile_unit_caches_its_chains_and_matches_the_one_program(fake_
     np.testing.assert_allclose(a, b, rtol=1e-3)
     other_key = benchmark.run_unit("airfoil", 1, "mile", {**resumable, "seed": CFG["seed"] + 1})
     assert np.max(np.abs(np.asarray(other_key["metrics"]["bde10"]["lppd_chains"]) - b)) > 1e-3
+
+
+def test_as_mapping_reads_settings_a_mapping_or_a_namespace():
+    from types import SimpleNamespace
+
+    from bnn_posteriors.site import profiles
+
+    cfg = profiles.settings("08_benchmarks", "quick")
+    read = benchmark.as_mapping(cfg)
+    assert read["datasets"] == cfg.datasets and read["seed"] == cfg.seed
+    assert benchmark.as_mapping({"seed": 1}) == {"seed": 1}
+    assert benchmark.as_mapping(SimpleNamespace(seed=2)) == {"seed": 2}

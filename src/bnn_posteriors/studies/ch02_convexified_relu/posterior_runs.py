@@ -1,7 +1,7 @@
 """The NUTS runs of chapter 02 on airfoil and what the chapter measures on them ([SAP] App. D.2).
 
 ``cfg`` is the chapter's settings (:func:`bnn_posteriors.site.profiles.settings`); a run is
-the dict of :func:`bnn_posteriors.theory.convexified_relu.sample_posterior` (``u`` and
+the dict of :func:`sample_posterior` (``u`` and
 ``W1`` shaped (chains, draws, H, d), ``w2`` (chains, draws, H), ``sigma``, ``stats``,
 ``potential``); ``runs`` maps each width of ``cfg.widths_hidden`` to its run, in order.
 Functions that draw random components take the chapter's one ``numpy`` generator and
@@ -10,10 +10,14 @@ consume it in the order the chapter calls them.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jax
 import numpy as np
 
 from bnn_posteriors.evaluation import diagnostics
+from bnn_posteriors.inference import mcmc
+from bnn_posteriors.models import numpyro_models as models
 from bnn_posteriors.site import tables
 from bnn_posteriors.studies.ch02_convexified_relu import chain_marginals
 from bnn_posteriors.theory import convexified_relu as convex
@@ -27,8 +31,78 @@ def flat(draws) -> np.ndarray:
     return draws.reshape(*draws.shape[:2], -1)
 
 
+def sample_posterior(
+    key_warm,
+    key_nuts,
+    x,
+    y,
+    width: int,
+    *,
+    prior_scale: float,
+    num_chains: int,
+    warm_steps: int,
+    warm_learning_rate: float,
+    num_warmup: int,
+    num_samples: int,
+    target_acceptance_rate: float,
+    max_tree_depth: int,
+    chunk_size: int | None = None,
+    cache: bool | Path = False,
+    progress: bool = False,
+) -> dict:
+    """NUTS on the bias-free two-layer ReLU regression net, warm-started ([SAP] App. D.2).
+
+    Every chain starts at its own MAP estimate (:func:`mcmc.warm_starts`) and runs NUTS
+    (:func:`mcmc.nuts`) on :func:`models.mlp_regression` with widths (d, ``width``, 1) and
+    log σ sampled. Returns ``u`` (chains, draws, H, d) (:func:`group_hadamard`), the paper's
+    ``W1`` (chains, draws, H, d) and ``w2`` (chains, draws, H), ``sigma`` (chains, draws),
+    the sampler's ``stats`` and the warm starts' final ``potential`` (chains,).
+    ``chunk_size``, ``cache``, ``progress``: a long run in resumable chunks of draws
+    (:func:`mcmc.nuts`).
+    """
+    kwargs = {
+        "x": x,
+        "y": y,
+        "widths": (x.shape[1], width, 1),
+        "bias": False,
+        "prior_scale": prior_scale,
+    }
+    positions, potential = mcmc.warm_starts(
+        key_warm,
+        models.mlp_regression,
+        kwargs,
+        num_chains=num_chains,
+        num_steps=warm_steps,
+        learning_rate=warm_learning_rate,
+    )
+    samples, stats = mcmc.nuts(
+        key_nuts,
+        models.mlp_regression,
+        kwargs,
+        num_chains=num_chains,
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        init_positions=positions,
+        target_acceptance_rate=target_acceptance_rate,
+        max_num_doublings=max_tree_depth,
+        chunk_size=chunk_size,
+        cache=cache,
+        progress=progress,
+    )
+    samples = jax.tree_util.tree_map(np.asarray, samples)
+    params = [{"W": samples["W0"]}, {"W": samples["W1"]}]  # (chains, draws, ...)
+    return {
+        "u": np.asarray(convex.group_hadamard(params)),
+        "W1": np.swapaxes(samples["W0"], -1, -2),
+        "w2": samples["W1"][..., 0],
+        "sigma": np.exp(samples["log_sigma"]),
+        "stats": stats,
+        "potential": potential,
+    }
+
+
 def sample_widths(key_warm, key_nuts, x, y, cfg) -> dict:
-    """Warm-started NUTS at every width of ``cfg.widths_hidden`` (:func:`convex.sample_posterior`).
+    """Warm-started NUTS at every width of ``cfg.widths_hidden`` (:func:`sample_posterior`).
 
     Each key is split into one key per width, used in order. Returns ``{width: run}``.
     """
@@ -37,7 +111,7 @@ def sample_widths(key_warm, key_nuts, x, y, cfg) -> dict:
         raise ValueError("cfg.widths_hidden must name at least one width")
     n = len(widths)
     return {
-        width: convex.sample_posterior(
+        width: sample_posterior(
             k_warm,
             k_nuts,
             x,

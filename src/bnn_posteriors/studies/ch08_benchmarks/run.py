@@ -40,6 +40,7 @@ import numpy as np
 from bnn_posteriors.claims import paper_numbers as references
 from bnn_posteriors.data import loaders as data
 from bnn_posteriors.evaluation import metrics
+from bnn_posteriors.site.profiles import Settings
 from bnn_posteriors.store import cache, parts, provenance
 from bnn_posteriors.studies.ch08_benchmarks.scores import (  # the scores of one predictive
     authors_columns,
@@ -249,11 +250,19 @@ def _mile_unit(
 _COMPUTE = {"laplace": _laplace_unit, "mfvi": _mfvi_unit, "mile": _mile_unit}
 
 
+def as_mapping(cfg) -> Mapping:
+    """The chapter's settings as a mapping: a mapping as it is, :class:`Settings` (or a
+    namespace) by its fields."""
+    if isinstance(cfg, Mapping):
+        return cfg
+    return cfg.as_dict() if isinstance(cfg, Settings) else vars(cfg)
+
+
 def run_unit(
     dataset: str,
     split: int,
     unit: str,
-    cfg: Mapping,
+    cfg: Mapping | Settings,
     *,
     directory: Path | str | None = None,
     progress: bool = False,
@@ -268,7 +277,7 @@ def run_unit(
     took when it was computed (not when it was read from the cache); ``cached`` says
     whether it was read.
     """
-    cfg = vars(cfg) if not isinstance(cfg, Mapping) else cfg
+    cfg = as_mapping(cfg)
     parts = unit_parts(dataset, split, unit, cfg)
     computed = []
 
@@ -330,7 +339,7 @@ def read_results(directory: Path | str) -> list[dict]:
 
 
 def run_table(
-    cfg: Mapping,
+    cfg: Mapping | Settings,
     *,
     datasets: Sequence[str] | None = None,
     splits: Sequence[int] | None = None,
@@ -350,7 +359,7 @@ def run_table(
     changes, which invalidate the cache). ``progress`` shows a tqdm bar on ``stream``
     (default stdout) with the current unit and its wall time.
     """
-    cfg = vars(cfg) if not isinstance(cfg, Mapping) else cfg
+    cfg = as_mapping(cfg)
     datasets = tuple(cfg["datasets"] if datasets is None else datasets)
     splits = tuple(cfg["splits"] if splits is None else splits)
     units = tuple(UNITS if units is None else units)
