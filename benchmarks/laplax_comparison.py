@@ -74,22 +74,35 @@ def main(map_steps=3000, num_samples=2000, repeats=3, seed=20250609):
     init = nets.mlp_init(jax.random.PRNGKey(seed), (1, 32, 32, 1), scheme="glorot")
     init = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), init)
     params, _ = map_estimate.train_map(
-        init, x, y, likelihood="gaussian", noise_scale=SIGMA, activation="tanh",
-        num_steps=map_steps, learning_rate=1e-2,
-    )  # fmt: skip
+        init,
+        x,
+        y,
+        likelihood="gaussian",
+        noise_scale=SIGMA,
+        activation="tanh",
+        num_steps=map_steps,
+        learning_rate=1e-2,
+    )
     delta = float(
         laplace.optimise_prior_precision(
             laplace.laplace(
                 params, x, y, likelihood="gaussian", noise_scale=SIGMA, activation="tanh"
-            )  # fmt: skip
+            )
         ).prior_precision
     )
     k_pkg, k_lx, k_floor = jax.random.split(jax.random.PRNGKey(seed + 1), 3)
 
     # ---------------------------------------------------------------- package
     def pkg_fit():
-        return laplace.laplace(params, x, y, likelihood="gaussian", noise_scale=SIGMA,
-                               prior_precision=delta, activation="tanh")  # fmt: skip
+        return laplace.laplace(
+            params,
+            x,
+            y,
+            likelihood="gaussian",
+            noise_scale=SIGMA,
+            prior_precision=delta,
+            activation="tanh",
+        )
 
     def pkg_lin(post):
         return laplace.linearised_predictive(post, grid)
@@ -114,18 +127,25 @@ def main(map_steps=3000, num_samples=2000, repeats=3, seed=20250609):
 
     def lx_lin(posterior_fn):
         pred = pf.set_lin_pushforward(
-            model_fn, params, posterior_fn, prior,
+            model_fn,
+            params,
+            posterior_fn,
+            prior,
             pushforward_fns=[pf.lin_setup, pf.lin_pred_mean, pf.lin_pred_var],
-        )  # fmt: skip
+        )
         out = jax.vmap(pred)(grid)
         return out["pred_mean"], out["pred_var"]
 
     def lx_samples(posterior_fn, key):
         pred = pf.set_nonlin_pushforward(
             lambda input, params: nets.mlp_apply(params, input, activation_name="tanh"),
-            params, posterior_fn, prior, key=key, num_samples=num_samples,
+            params,
+            posterior_fn,
+            prior,
+            key=key,
+            num_samples=num_samples,
             pushforward_fns=[pf.nonlin_setup, pf.nonlin_pred_mean, pf.nonlin_pred_var],
-        )  # fmt: skip
+        )
         out = pred(grid)
         return out["pred_mean"], out["pred_var"]
 
@@ -148,8 +168,9 @@ def main(map_steps=3000, num_samples=2000, repeats=3, seed=20250609):
     ggn_lx = to_dense(lambda v: flatten(ggn_mv(_unflat(v, params))), layout=p) / (2 * SIGMA**2)
     state = posterior_fn(prior)
     cov_lx = to_dense(lambda v: flatten(state.cov_mv(state.state)(_unflat(v, params))), layout=p)
-    ggn_direct = laplace.ggn_matrix(post.model_fn, post.mean, x, likelihood="gaussian",
-                                    noise_scale=SIGMA)  # fmt: skip
+    ggn_direct = laplace.ggn_matrix(
+        post.model_fn, post.mean, x, likelihood="gaussian", noise_scale=SIGMA
+    )
     noise = SIGMA**2
     rows = [
         ("GGN (dense)", rel(ggn_lx, ggn_direct), t_lx_fit / t_pkg_fit, "fit"),
@@ -174,14 +195,18 @@ def main(map_steps=3000, num_samples=2000, repeats=3, seed=20250609):
         ("sampled variance", rel(sv_lx[:, 0], sv_pkg[:, 0]), float("nan"), ""),
         ("  noise floor (pkg vs pkg)", rel(sv_floor[:, 0], sv_pkg[:, 0]), float("nan"), ""),
     ]
-    print(f"toy 1-32-32-1 tanh, P = {p}, N = {x.shape[0]}, grid {grid.shape[0]}, δ = {delta:.4g},"
-          f" {num_samples} samples, float64, best of {repeats}")  # fmt: skip
+    print(
+        f"toy 1-32-32-1 tanh, P = {p}, N = {x.shape[0]}, grid {grid.shape[0]}, δ = {delta:.4g},"
+        f" {num_samples} samples, float64, best of {repeats}"
+    )
     print(f"{'quantity':28s} {'max rel. diff':>14s} {'time laplax/pkg':>16s}  stage")
     for name, d, r, stage in rows:
         ratio = "" if np.isnan(r) else f"{r:.2f}x"
         print(f"{name:28s} {d:14.2e} {ratio:>16s}  {stage}")
-    print(f"seconds ({CLOCK.__name__}) pkg/laplax: fit {t_pkg_fit:.3f}/{t_lx_fit:.3f}, linearised "
-          f"{t_pkg_lin:.3f}/{t_lx_lin:.3f}, sampled {t_pkg_s:.3f}/{t_lx_s:.3f}")  # fmt: skip
+    print(
+        f"seconds ({CLOCK.__name__}) pkg/laplax: fit {t_pkg_fit:.3f}/{t_lx_fit:.3f}, linearised "
+        f"{t_pkg_lin:.3f}/{t_lx_lin:.3f}, sampled {t_pkg_s:.3f}/{t_lx_s:.3f}"
+    )
 
 
 def _unflat(v, like):
@@ -194,9 +219,12 @@ if __name__ == "__main__":
     parser.add_argument("--map-steps", type=int, default=3000, help="AdamW steps of the MAP")
     parser.add_argument("--samples", type=int, default=2000, help="draws of the sampled predictive")
     parser.add_argument("--repeats", type=int, default=3, help="timings per stage (best kept)")
-    parser.add_argument("--clock", choices=CLOCKS, default="wall",
-                        help="wall time, or this process's CPU time (all threads; steadier "
-                        "on a shared machine)")  # fmt: skip
+    parser.add_argument(
+        "--clock",
+        choices=CLOCKS,
+        default="wall",
+        help="wall time, or this process's CPU time (all threads; steadier on a shared machine)",
+    )
     args = parser.parse_args()
     CLOCK = CLOCKS[args.clock]
     main(map_steps=args.map_steps, num_samples=args.samples, repeats=args.repeats)

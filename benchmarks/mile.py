@@ -46,9 +46,14 @@ def setup(n_chains=10, hidden=(16, 16, 16), seed=0, warm=True):
     key = jax.random.PRNGKey(seed)
     if warm:
         params, _ = ensembles.train_ensemble(
-            key, split.x_train, split.y_train, split.x_val, split.y_val,
-            widths=widths, n_members=n_chains,
-        )  # fmt: skip
+            key,
+            split.x_train,
+            split.y_train,
+            split.x_val,
+            split.y_val,
+            widths=widths,
+            n_members=n_chains,
+        )
     else:
         draws = [nets.mlp_init(k, widths, scheme="glorot") for k in jax.random.split(key, n_chains)]
         params = jax.tree.map(lambda *a: jnp.stack(a), *draws)
@@ -68,9 +73,16 @@ def sampling_rate(split, widths, starts, devices=None, steps=(500, 2500), tuning
     times = {}
     for s in steps:
         run = lambda s=s: mile.run_bde(  # noqa: E731
-            jax.random.PRNGKey(1), split.x_train, split.y_train, starts, widths=widths,
-            tuning_steps=tuning, sampling_steps=s, thinning=10, devices=devices,
-        )  # fmt: skip
+            jax.random.PRNGKey(1),
+            split.x_train,
+            split.y_train,
+            starts,
+            widths=widths,
+            tuning_steps=tuning,
+            sampling_steps=s,
+            thinning=10,
+            devices=devices,
+        )
         timed(run)  # compile
         times[s] = min(timed(run)[0] for _ in range(2))
     return n * (steps[1] - steps[0]) / (times[steps[1]] - times[steps[0]])
@@ -101,46 +113,77 @@ def bench_grad():
     split, widths, starts = setup()
     rate = sampling_rate(split, widths, starts, devices=jax.devices()[:1])
     grads = gradient_rate(split, widths, starts)
-    print(f"[grad] MCLMC {rate:.0f} chain-steps/s x {GRADS_PER_STEP} = "
-          f"{rate * GRADS_PER_STEP:.0f} grads/s; raw jitted gradient {grads:.0f} grads/s; "
-          f"ratio {rate * GRADS_PER_STEP / grads:.2f} (goal >= 0.85)")  # fmt: skip
+    print(
+        f"[grad] MCLMC {rate:.0f} chain-steps/s x {GRADS_PER_STEP} = "
+        f"{rate * GRADS_PER_STEP:.0f} grads/s; raw jitted gradient {grads:.0f} grads/s; "
+        f"ratio {rate * GRADS_PER_STEP / grads:.2f} (goal >= 0.85)"
+    )
 
 
 def bench_devices():
     split, widths, starts = setup()
     one = sampling_rate(split, widths, starts, devices=jax.devices()[:1])
     every = sampling_rate(split, widths, starts)
-    print(f"[devices] {jax.device_count()} devices {every:.0f} chain-steps/s, one device "
-          f"{one:.0f} chain-steps/s; speed-up {every / one:.2f}x (goal >= 1.3x)")  # fmt: skip
+    print(
+        f"[devices] {jax.device_count()} devices {every:.0f} chain-steps/s, one device "
+        f"{one:.0f} chain-steps/s; speed-up {every / one:.2f}x (goal >= 1.3x)"
+    )
 
 
 def bench_nuts(tuning=5000, sampling=2000, warmup=500, draws=200, doublings=8):
     split, widths, starts = setup()
-    t_m, out = timed(lambda: mile.run_bde(
-        jax.random.PRNGKey(2), split.x_train, split.y_train, starts, widths=widths,
-        tuning_steps=tuning, sampling_steps=sampling, thinning=10,
-    ))  # fmt: skip
+    t_m, out = timed(
+        lambda: mile.run_bde(
+            jax.random.PRNGKey(2),
+            split.x_train,
+            split.y_train,
+            starts,
+            widths=widths,
+            tuning_steps=tuning,
+            sampling_steps=sampling,
+            thinning=10,
+        )
+    )
     m, s = mile.predict(out["samples"], split.x_test)
     lppd_m = float(metrics.lppd(split.y_test, m, s[..., None]))
-    t_n, (samples, _) = timed(lambda: mile.run_nuts_bde(
-        jax.random.PRNGKey(3), split.x_train, split.y_train, starts, widths=widths,
-        num_warmup=warmup, num_samples=draws, max_num_doublings=doublings,
-    ))  # fmt: skip
+    t_n, (samples, _) = timed(
+        lambda: mile.run_nuts_bde(
+            jax.random.PRNGKey(3),
+            split.x_train,
+            split.y_train,
+            starts,
+            widths=widths,
+            num_warmup=warmup,
+            num_samples=draws,
+            max_num_doublings=doublings,
+        )
+    )
     m, s = mile.predict(samples, split.x_test)
     lppd_n = float(metrics.lppd(split.y_test, m, s[..., None]))
-    print(f"[nuts] MILE ({tuning}+{sampling} steps) {t_m:.0f} s, test LPPD {lppd_m:.3f}; "
-          f"NUTS ({warmup}+{draws}, depth <= {doublings}) {t_n:.0f} s, test LPPD {lppd_n:.3f}; "
-          f"time ratio NUTS/MILE {t_n / t_m:.2f}")  # fmt: skip
+    print(
+        f"[nuts] MILE ({tuning}+{sampling} steps) {t_m:.0f} s, test LPPD {lppd_m:.3f}; "
+        f"NUTS ({warmup}+{draws}, depth <= {doublings}) {t_n:.0f} s, test LPPD {lppd_n:.3f}; "
+        f"time ratio NUTS/MILE {t_n / t_m:.2f}"
+    )
 
 
 def bench_full():
     t0 = time.perf_counter()
     split, widths, starts = setup()
     t_de = time.perf_counter() - t0
-    t_s, out = timed(lambda: mile.run_bde(
-        jax.random.PRNGKey(4), split.x_train, split.y_train, starts, widths=widths,
-        tuning_steps=50_000, sampling_steps=10_000, thinning=10, progress=True,
-    ))  # fmt: skip
+    t_s, out = timed(
+        lambda: mile.run_bde(
+            jax.random.PRNGKey(4),
+            split.x_train,
+            split.y_train,
+            starts,
+            widths=widths,
+            tuning_steps=50_000,
+            sampling_steps=10_000,
+            thinning=10,
+            progress=True,
+        )
+    )
     m, s = mile.predict(out["samples"], split.x_test)
     lppd = float(metrics.lppd(split.y_test, m, s[..., None]))
     print(
@@ -167,11 +210,13 @@ def bench_flops():
     rate = sampling_rate(split, widths, starts, devices=jax.devices()[:1])
     peak = matmul_peak()
     achieved = grads * flops
-    print(f"[flops] {DATASET} (n = {x.shape[0]}, widths {widths}): {flops:.3g} FLOPs per "
-          f"gradient; raw jitted gradient {grads:.0f} grads/s = {achieved / 1e9:.2f} GFLOP/s; "
-          f"matmul peak {peak / 1e9:.1f} GFLOP/s; gradient / peak {achieved / peak:.2f}; "
-          f"MILE {rate * GRADS_PER_STEP:.0f} grads/s, MILE / raw gradient "
-          f"{rate * GRADS_PER_STEP / grads:.2f}")  # fmt: skip
+    print(
+        f"[flops] {DATASET} (n = {x.shape[0]}, widths {widths}): {flops:.3g} FLOPs per "
+        f"gradient; raw jitted gradient {grads:.0f} grads/s = {achieved / 1e9:.2f} GFLOP/s; "
+        f"matmul peak {peak / 1e9:.1f} GFLOP/s; gradient / peak {achieved / peak:.2f}; "
+        f"MILE {rate * GRADS_PER_STEP:.0f} grads/s, MILE / raw gradient "
+        f"{rate * GRADS_PER_STEP / grads:.2f}"
+    )
 
 
 BENCHES = {

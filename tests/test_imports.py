@@ -12,9 +12,19 @@ PACKAGE = Path(bnn_posteriors.__file__).parent
 # the flow: util/store → data/models/site → claims/theory → inference → evaluation →
 # studies → cli; a folder imports only folders of a lower layer (or itself)
 LAYERS = {
-    "util": 0, "store": 0, "data": 1, "models": 1, "site": 1, "claims": 2, "theory": 2,
-    "inference": 3, "evaluation": 4, "studies": 5, "cli": 6, "__main__": 7,
-}  # fmt: skip
+    "util": 0,
+    "store": 0,
+    "data": 1,
+    "models": 1,
+    "site": 1,
+    "claims": 2,
+    "theory": 2,
+    "inference": 3,
+    "evaluation": 4,
+    "studies": 5,
+    "cli": 6,
+    "__main__": 7,
+}
 
 
 def folder_imports(package: Path = PACKAGE) -> set[tuple[str, str, str]]:

@@ -158,11 +158,24 @@ def nbval_strict(notebook: Path, env: dict[str, str], timeout: float = 1800):
     """Run ``notebook`` under nbval in strict mode (every cell's output compared with the
     one stored in it, after :data:`SANITIZE`); the finished ``pytest`` process."""
     command = [
-        sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env",
-        "--nbval-sanitize-with", str(SANITIZE), "--nbval-cell-timeout=900",
-        "-p", "no:cacheprovider", "-o", "addopts=", "--rootdir", str(notebook.parent),
-        "-q", "-rf", str(notebook),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "pytest",
+        "--nbval",
+        "--nbval-current-env",
+        "--nbval-sanitize-with",
+        str(SANITIZE),
+        "--nbval-cell-timeout=900",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "addopts=",
+        "--rootdir",
+        str(notebook.parent),
+        "-q",
+        "-rf",
+        str(notebook),
+    ]
     return subprocess.run(
         command,
         cwd=notebook.parent,

@@ -35,8 +35,9 @@ def test_arviz_warning_is_silenced_by_the_package(tmp_path):
 
     def stderr_of(code: str, home: Path) -> str:
         env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache")}
-        done = subprocess.run([sys.executable, "-W", "default", "-c", code],
-                              capture_output=True, text=True, env=env)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, env=env
+        )
         assert done.returncode == 0, done.stderr
         return done.stderr
 

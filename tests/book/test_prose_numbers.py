@@ -36,10 +36,22 @@ _FENCE = re.compile(r"^(?P<fence>`{3,}|:{3,})\s*(?P<info>\{[^}]*\}|[\w+-]*)")
 _PROSE_DIRECTIVES = frozenset(
     f"{{{name}}}"
     for name in (
-        "admonition", "note", "tip", "warning", "important", "caution", "attention", "hint",
-        "seealso", "margin", "dropdown", "epigraph", "figure", "glue:figure",
+        "admonition",
+        "note",
+        "tip",
+        "warning",
+        "important",
+        "caution",
+        "attention",
+        "hint",
+        "seealso",
+        "margin",
+        "dropdown",
+        "epigraph",
+        "figure",
+        "glue:figure",
     )
-)  # fmt: skip
+)
 _OPTION = re.compile(r"^\s*:[\w-]+:")
 
 

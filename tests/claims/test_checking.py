@@ -360,9 +360,16 @@ def test_show_and_check_glues_shows_and_checks_each_evidence(monkeypatch):
     monkeypatch.setattr("IPython.display.display", shown.append)
     gate = claims.Gate(passed=True, why="enough draws", decide="more draws")
     evidence = claims.Evidence(
-        "C1.1", 0.0, expect=0.0, tol=1e-12, note="n", says="s", gate=gate,
-        glue={"orbit_dev_max": 0.0}, table="| a |\n|---|\n| 1 |",
-    )  # fmt: skip
+        "C1.1",
+        0.0,
+        expect=0.0,
+        tol=1e-12,
+        note="n",
+        says="s",
+        gate=gate,
+        glue={"orbit_dev_max": 0.0},
+        table="| a |\n|---|\n| 1 |",
+    )
     (record,) = claims.show_and_check(evidence)
     assert record["status"] == "reproduced" and record["gate"]["why"] == "enough draws"
     assert (record["note"], record["says"], record["tol"]) == ("n", "s", 1e-12)
@@ -410,10 +417,15 @@ def test_a_vector_finding_names_its_elements_by_their_labels(claims_dir, monkeyp
 def test_the_words_of_an_old_record_are_derived_from_its_values():
     """Records written before the rules spoke in words read like today's."""
     old = {
-        "id": "C2.2", "status": "not reproduced", "rule": "greater", "expect": 1,
-        "value": [1.0625, 0.666667], "tol": None, "rtol": None,
+        "id": "C2.2",
+        "status": "not reproduced",
+        "rule": "greater",
+        "expect": 1,
+        "value": [1.0625, 0.666667],
+        "tol": None,
+        "rtol": None,
         "message": "1 of 2 fail; value 0.6667 is not > 1 at flat index 1",
-    }  # fmt: skip
+    }
     words = claims.result_in_words(old)
     assert "flat index" not in words and words.startswith("1 of 2 fail: value 2 of 2: 0.6667")
     assert claims.result_in_words({**old, "value": ["NaN"]}).startswith("NaN")
@@ -427,9 +439,13 @@ def test_an_outcome_shows_as_a_styled_block_in_words(claims_dir, monkeypatch, st
     value = 0.9 if status == "not reproduced" else 0.78
     gate = claims.Gate(passed=False, why="the chains did not mix", decide="longer chains")
     record = claims.check(
-        "C3.4", value, expect=0.777, tol=0.01, note="the root <r>",
+        "C3.4",
+        value,
+        expect=0.777,
+        tol=0.01,
+        note="the root <r>",
         gate=gate if status == "inconclusive" else None,
-    )  # fmt: skip
+    )
     block = record._repr_html_()
     assert block.startswith(f'<div class="claim-outcome claim-{status.replace(" ", "-")}"')
     assert f">{mark}</span> <strong>C3.4</strong> · {status}" in block

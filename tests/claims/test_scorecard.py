@@ -78,8 +78,9 @@ def test_an_inconclusive_check_makes_its_run_inconclusive_unless_one_contradicts
 def test_a_further_finding_is_a_row_of_its_own_and_never_the_claims_status(monkeypatch):
     original = claims.catalogue()
     name = "linearised-la"
-    patched = [{**c, "findings": {name: "not reproduced"}} if c["id"] == "C6.6" else c
-               for c in original]  # fmt: skip
+    patched = [
+        {**c, "findings": {name: "not reproduced"}} if c["id"] == "C6.6" else c for c in original
+    ]
     monkeypatch.setattr(claims, "catalogue", lambda: patched)
     claim = patched[[c["id"] for c in patched].index("C6.6")]
     paper = {**record(claim["id"], "quick", "reproduced", "2025-01-02T00:00:00+00:00"), "run": "a"}

@@ -99,8 +99,9 @@ def test_resume_keeps_finished_runs(tmp_path):
     def must_not_run(*_):
         raise AssertionError("a finished run was executed again")
 
-    result = sweep.run_sweep(["03_symmetries"], 2, "quick", out, resume=True,
-                             execute=must_not_run, log=lambda _: None)  # fmt: skip
+    result = sweep.run_sweep(
+        ["03_symmetries"], 2, "quick", out, resume=True, execute=must_not_run, log=lambda _: None
+    )
     assert len(result["runs"]) == 2
 
 
@@ -178,9 +179,13 @@ def test_a_check_inconclusive_on_every_seed_is_robust_whatever_its_rules_margin(
         return 0
 
     result = sweep.run_sweep(
-        ["02_convexified_relu"], 3, "quick", tmp_path / "s.json", execute=execute,
+        ["02_convexified_relu"],
+        3,
+        "quick",
+        tmp_path / "s.json",
+        execute=execute,
         log=lambda _: None,
-    )  # fmt: skip
+    )
     (row,) = sweep.summarise(result)
     assert row["statuses"] == ["inconclusive"] * 3 and row["robust"]
     assert sweep.check_name(row) == "C2.2"

@@ -118,14 +118,25 @@ def test_benchmark_writes_one_result_per_unit(tmp_path, monkeypatch, capsys):
     import numpy as np
 
     z = np.zeros((2, 1))
-    split = benchmark.data.Split("fake", "full", z, z[:, 0], z, z[:, 0], z, z[:, 0],
-                                 np.zeros(1), np.ones(1), 0.0, 1.0, {})  # fmt: skip
+    split = benchmark.data.Split(
+        "fake", "full", z, z[:, 0], z, z[:, 0], z, z[:, 0], np.zeros(1), np.ones(1), 0.0, 1.0, {}
+    )
     monkeypatch.setattr(benchmark.data, "load_split", lambda name, seed, n_max=None: split)
     monkeypatch.setitem(benchmark._COMPUTE, "laplace", fake)
     monkeypatch.setattr(benchmark, "_unit_key", lambda *a: None)
     out = tmp_path / "results"
-    argv = ["benchmark", "--datasets", "airfoil", "energy", "--splits", "1", "--units",
-            "laplace", "--out", str(out)]  # fmt: skip
+    argv = [
+        "benchmark",
+        "--datasets",
+        "airfoil",
+        "energy",
+        "--splits",
+        "1",
+        "--units",
+        "laplace",
+        "--out",
+        str(out),
+    ]
     assert cli.main(argv) == 0
     text = capsys.readouterr().out
     assert "airfoil" in text and "(computed)" in text and "2 units" in text

@@ -9,8 +9,19 @@ from bnn_posteriors.cli.main import main
 
 
 def test_scores_writes_a_part_and_resumes(tmp_path, capsys):
-    argv = ["scores", "--profile", "quick", "--problems", "banana", "--methods", "MAP",
-            "--seeds", "0", "--out", str(tmp_path)]  # fmt: skip
+    argv = [
+        "scores",
+        "--profile",
+        "quick",
+        "--problems",
+        "banana",
+        "--methods",
+        "MAP",
+        "--seeds",
+        "0",
+        "--out",
+        str(tmp_path),
+    ]
     assert main(argv) == 0
     assert "[1/1] banana · MAP · seed 0: computed" in capsys.readouterr().out
     (part,) = tmp_path.glob("*.json")

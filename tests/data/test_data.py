@@ -177,10 +177,17 @@ def test_split_deterministic_and_seed_dependent():
 
 @pytest.mark.parametrize(
     "n, fractions",
-    [(0, (0.7, 0.1, 0.2)), (2, (0.7, 0.1, 0.2)), (10, (0.5, 0.5)), (10, (0.8, 0.3, -0.1)),
-     (10, (0.7, 0.1, 0.1)), (True, (0.7, 0.1, 0.2)), (10.0, (0.7, 0.1, 0.2)),
-     (10, (0.7, 0.1, 0.2))],  # int(10 * (0.7 + 0.1)) == 7 (float sum): empty val part
-)  # fmt: skip
+    [
+        (0, (0.7, 0.1, 0.2)),
+        (2, (0.7, 0.1, 0.2)),
+        (10, (0.5, 0.5)),
+        (10, (0.8, 0.3, -0.1)),
+        (10, (0.7, 0.1, 0.1)),
+        (True, (0.7, 0.1, 0.2)),
+        (10.0, (0.7, 0.1, 0.2)),
+        (10, (0.7, 0.1, 0.2)),
+    ],  # int(10 * (0.7 + 0.1)) == 7 (float sum): empty val part
+)
 def test_split_rejects_bad_arguments(n, fractions):
     with pytest.raises(ValueError, match="n=|n must|fractions"):
         data.split_indices(n, 0, fractions)

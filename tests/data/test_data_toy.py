@@ -38,8 +38,11 @@ def test_registry_urls_and_hashes():
             assert info.url.startswith(data.RAW_HOST)
             assert info.url.endswith(f"/data/{info.subdir.split('/', 1)[1]}/{info.filename}")
     assert [f.part for f in data.dataset_files("australian")] == [
-        "x_train", "x_test", "y_train", "y_test"
-    ]  # fmt: skip
+        "x_train",
+        "x_test",
+        "y_train",
+        "y_test",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -42,8 +42,17 @@ def test_metricbnn_cost_scales_with_the_budget():
     theta, unravel = ravel_pytree(params)
     apply = partial(nets.mlp_apply, activation_name="tanh")
     loss = metricbnn.refinement_loss(unravel, apply, x, y, likelihood="gaussian")
-    budget = dict(num_particles=2, num_steps=5, num_refine=3, ae_updates=10, ae_batch=8,
-                  latent_dim=2, hidden=(4,), num_components=4, num_samples=3)  # fmt: skip
+    budget = dict(
+        num_particles=2,
+        num_steps=5,
+        num_refine=3,
+        ae_updates=10,
+        ae_batch=8,
+        latent_dim=2,
+        hidden=(4,),
+        num_components=4,
+        num_samples=3,
+    )
     one = cost.metricbnn_flops(loss, theta, apply, unravel, x, **budget)
     two = cost.metricbnn_flops(loss, theta, apply, unravel, x, **{**budget, "ae_updates": 20})
     assert two["autoencoder"] == pytest.approx(2 * one["autoencoder"])
@@ -56,18 +65,36 @@ def test_flops_against_depth_rows_and_terms():
     x = jnp.linspace(-1, 1, 12)[:, None]
     y = jnp.sin(x)
     keys = list(jax.random.split(jax.random.PRNGKey(0), 2))
-    budgets = dict(num_particles=2, num_steps=3, num_refine=2, ae_updates=2, ae_batch=4,
-                   latent_dim=2, hidden=(4,), num_components=3, num_samples=5)  # fmt: skip
-    rows, terms = cost.flops_against_depth(keys, x, y, x[:4], depths=(1, 2), width=3,
-                                           noise_scale=0.3, prior_precision=1.0,
-                                           **budgets)  # fmt: skip
+    budgets = dict(
+        num_particles=2,
+        num_steps=3,
+        num_refine=2,
+        ae_updates=2,
+        ae_batch=4,
+        latent_dim=2,
+        hidden=(4,),
+        num_components=3,
+        num_samples=5,
+    )
+    rows, terms = cost.flops_against_depth(
+        keys, x, y, x[:4], depths=(1, 2), width=3, noise_scale=0.3, prior_precision=1.0, **budgets
+    )
     assert rows["depth"] == [1, 2] and rows["P"] == [10, 22]  # 1-3-1 and 1-3-3-1 MLPs
     for la, (la_terms, mb_terms) in zip(rows["LA"], terms, strict=True):
         assert la == sum(la_terms.values()) and set(mb_terms) >= {"walk", "autoencoder"}
     assert rows["LA"][1] > rows["LA"][0] and rows["MetricBNN"][1] > rows["MetricBNN"][0]
     with pytest.raises(ValueError, match="one key per depth"):
-        cost.flops_against_depth(keys[:1], x, y, x, depths=(1, 2), width=3, noise_scale=0.3,
-                                 prior_precision=1.0, **budgets)  # fmt: skip
+        cost.flops_against_depth(
+            keys[:1],
+            x,
+            y,
+            x,
+            depths=(1, 2),
+            width=3,
+            noise_scale=0.3,
+            prior_precision=1.0,
+            **budgets,
+        )
 
 
 def test_gradient_flops_grow_with_the_data_and_the_width():

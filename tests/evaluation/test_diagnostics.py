@@ -51,7 +51,10 @@ def test_chain_bootstrap_interval_of_a_mean():
     assert high - low == pytest.approx(2 * 1.96 / np.sqrt(200), rel=0.2)
     # the same key gives the same interval
     assert diagnostics.chain_bootstrap(key, (means,), np.mean, num_resamples=2000) == (
-        estimate, low, high)  # fmt: skip
+        estimate,
+        low,
+        high,
+    )
 
 
 def test_chain_bootstrap_ratio_of_two_groups():

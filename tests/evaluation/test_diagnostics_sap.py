@@ -30,8 +30,10 @@ def test_rhat_and_ess_of_a_scalar():
 
 def test_active_units_counts_units_on_for_some_input():
     x = np.array([[1.0, 0.0], [0.0, 1.0]])
-    position = {"W0": np.array([[1.0, -1.0, 0.0], [0.0, -1.0, 1.0]]),
-                "b0": np.array([0.0, 0.5, -2.0])}  # fmt: skip
+    position = {
+        "W0": np.array([[1.0, -1.0, 0.0], [0.0, -1.0, 1.0]]),
+        "b0": np.array([0.0, 0.5, -2.0]),
+    }
     assert diagnostics.active_units(position, x) == 1  # unit 0 only
     position["b0"] = np.array([0.0, 2.0, -0.5])
     assert diagnostics.active_units(position, x) == 3
@@ -43,10 +45,12 @@ def test_w2_ratio_bootstrap_matches_its_parts():
     means = centres + 0.3 * rng.normal(size=(4, 5, 6))  # 4 chains, 5 samples, 6 inputs
     sigmas = np.full((4, 5), 0.2)
     key = jax.random.PRNGKey(3)
-    w2, within, between, low, high = diagnostics.w2_ratio_bootstrap(key, means, sigmas,
-                                                                    num_resamples=200)  # fmt: skip
-    np.testing.assert_allclose(w2, metrics.w2_squared_gaussian(means.reshape(20, 6),
-                                                               sigmas.reshape(-1)))  # fmt: skip
+    w2, within, between, low, high = diagnostics.w2_ratio_bootstrap(
+        key, means, sigmas, num_resamples=200
+    )
+    np.testing.assert_allclose(
+        w2, metrics.w2_squared_gaussian(means.reshape(20, 6), sigmas.reshape(-1))
+    )
     ratio = metrics.within_between_ratio(within, between)[0]
     assert 0 < low <= ratio <= high < 1  # within-chain distances are smaller
     _, expected_low, expected_high = diagnostics.chain_bootstrap(
@@ -97,8 +101,7 @@ def test_ks_gap_and_its_bootstrap():
     rng = np.random.default_rng(4)
     layers = [rng.normal(size=(6, 40)) * s for s in (2.0, 1.0, 1.0, 2.0)]  # outer ones wider
     ecdfs = [diagnostics.chain_ecdf(w) for w in layers]
-    low, high = diagnostics.ks_gap_bootstrap(np.random.default_rng(5), ecdfs, 6,
-                                             num_resamples=100)  # fmt: skip
+    low, high = diagnostics.ks_gap_bootstrap(np.random.default_rng(5), ecdfs, 6, num_resamples=100)
     point = diagnostics.ks_gap([metrics.ks_to_normal(w) for w in layers])
     assert 0 < low <= point + 1 / diagnostics.KS_GRID and point <= high
     again = diagnostics.ks_gap_bootstrap(np.random.default_rng(5), ecdfs, 6, num_resamples=100)
@@ -111,8 +114,9 @@ def test_ks_gap_and_its_bootstrap():
 def test_paired_interval_percentile_resamples_the_same_rows_for_every_column():
     rng = np.random.default_rng(6)
     diffs = np.stack([rng.normal(1.0, 0.5, 400), rng.normal(0.0, 0.5, 400)], axis=1)
-    mean, low, high = diagnostics.paired_interval(diffs, method="percentile", n_resamples=500,
-                                                  rng=np.random.default_rng(7))  # fmt: skip
+    mean, low, high = diagnostics.paired_interval(
+        diffs, method="percentile", n_resamples=500, rng=np.random.default_rng(7)
+    )
     np.testing.assert_allclose(mean, diffs.mean(0))
     assert low[0] > 0.8 and high[0] < 1.2  # ± 2 · 0.5/√400 = 0.05 around the mean
     assert low[1] < 0 < high[1] or abs(mean[1]) > 0.05

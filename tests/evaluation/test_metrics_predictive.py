@@ -72,12 +72,14 @@ def test_z_test_detects_shift_and_not_identity():
 def test_w2_chain_blocks_by_hand():
     # 2 chains x 2 samples: within = the one off-diagonal pair of each chain,
     # between = the mean of the four cross pairs
-    w2 = np.array([
-        [0.0, 1.0, 5.0, 7.0],
-        [1.0, 0.0, 6.0, 8.0],
-        [5.0, 6.0, 0.0, 3.0],
-        [7.0, 8.0, 3.0, 0.0],
-    ])  # fmt: skip
+    w2 = np.array(
+        [
+            [0.0, 1.0, 5.0, 7.0],
+            [1.0, 0.0, 6.0, 8.0],
+            [5.0, 6.0, 0.0, 3.0],
+            [7.0, 8.0, 3.0, 0.0],
+        ]
+    )
     within, between = metrics.w2_chain_blocks(w2, 2)
     np.testing.assert_allclose(within, [1.0, 3.0])
     assert np.isnan(between[0, 0]) and np.isnan(between[1, 1])

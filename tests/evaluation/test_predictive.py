@@ -26,8 +26,9 @@ def test_class_probs_is_the_mean_of_softmaxes():
 
 def test_entropy_known_values():
     np.testing.assert_allclose(predictive.entropy(np.full((3, 4), 0.25)), np.log(4), rtol=1e-12)
-    np.testing.assert_allclose(predictive.entropy([[1.0, 0.0], [0.5, 0.5]]), [0.0, np.log(2)],
-                               atol=1e-10)  # fmt: skip
+    np.testing.assert_allclose(
+        predictive.entropy([[1.0, 0.0], [0.5, 0.5]]), [0.0, np.log(2)], atol=1e-10
+    )
     p = np.array([0.2, 0.3, 0.5])
     assert predictive.entropy(p) == pytest.approx(-np.sum(p * np.log(p)))
 

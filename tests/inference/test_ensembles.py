@@ -40,9 +40,18 @@ def test_early_stopping_keeps_best_params():
     x, y = _data()
     xv, yv = _data(32, 1)
     params, info = ensembles.train_ensemble(
-        jax.random.PRNGKey(1), x, y, xv, yv, widths=WIDTHS, n_members=4,
-        max_epochs=300, batch_size=16, patience=3, learning_rate=0.05,
-    )  # fmt: skip
+        jax.random.PRNGKey(1),
+        x,
+        y,
+        xv,
+        yv,
+        widths=WIDTHS,
+        n_members=4,
+        max_epochs=300,
+        batch_size=16,
+        patience=3,
+        learning_rate=0.05,
+    )
     epochs, best = np.asarray(info["epochs"]), np.asarray(info["best_epoch"])
     assert np.all(epochs < 300) and np.all(epochs - best == 3)  # stopped after `patience`
     for i in range(4):
@@ -118,9 +127,18 @@ def test_heteroscedastic_ensemble_trains_and_predicts_scales():
     x, y = _het_data()
     xv, yv = _het_data(32, 1)
     params, info = ensembles.train_ensemble(
-        jax.random.PRNGKey(0), x, y, xv, yv, widths=HET, n_members=2, max_epochs=60,
-        batch_size=16, patience=100, heteroscedastic=True,
-    )  # fmt: skip
+        jax.random.PRNGKey(0),
+        x,
+        y,
+        xv,
+        yv,
+        widths=HET,
+        n_members=2,
+        max_epochs=60,
+        batch_size=16,
+        patience=100,
+        heteroscedastic=True,
+    )
     assert params[-1]["W"].shape == (2, 8, 2)
     for i, key in enumerate(jax.random.split(jax.random.PRNGKey(0), 2)):
         init = nets.mlp_init(jax.random.split(key)[0], HET, scheme="glorot")  # member i's start
@@ -162,21 +180,53 @@ def test_categorical_ensemble_learns_labels_and_keeps_the_regression_default():
     x = rng.normal(size=(64, 2)).astype(np.float32)
     y = (x[:, 0] + x[:, 1] > 0).astype(np.int32)
     params, info = ensembles.train_ensemble(
-        jax.random.PRNGKey(4), x, y, x, y, widths=(2, 8, 2), n_members=2, max_epochs=60,
-        activation="tanh", likelihood="categorical",
-    )  # fmt: skip
+        jax.random.PRNGKey(4),
+        x,
+        y,
+        x,
+        y,
+        widths=(2, 8, 2),
+        n_members=2,
+        max_epochs=60,
+        activation="tanh",
+        likelihood="categorical",
+    )
     for i in range(2):
         logits = nets.mlp_apply(ensembles.member(params, i), x, "tanh")
         nll = -np.mean(np.asarray(jax.nn.log_softmax(logits))[np.arange(64), y])
         np.testing.assert_allclose(nll, info["val_nll"][i], rtol=1e-5)
         assert np.mean(np.asarray(logits).argmax(-1) == y) > 0.9
     with pytest.raises(ValueError, match="class labels"):  # float targets are not labels
-        ensembles.train_ensemble(jax.random.PRNGKey(0), x, y * 1.0, x, y, widths=(2, 8, 2),
-                                 n_members=1, likelihood="categorical")  # fmt: skip
+        ensembles.train_ensemble(
+            jax.random.PRNGKey(0),
+            x,
+            y * 1.0,
+            x,
+            y,
+            widths=(2, 8, 2),
+            n_members=1,
+            likelihood="categorical",
+        )
     with pytest.raises(ValueError, match="no noise scale"):
-        ensembles.train_ensemble(jax.random.PRNGKey(0), x, y, x, y, widths=(2, 8, 2),
-                                 n_members=1, likelihood="categorical",
-                                 noise_scale=1.0)  # fmt: skip
+        ensembles.train_ensemble(
+            jax.random.PRNGKey(0),
+            x,
+            y,
+            x,
+            y,
+            widths=(2, 8, 2),
+            n_members=1,
+            likelihood="categorical",
+            noise_scale=1.0,
+        )
     with pytest.raises(ValueError, match="at least two outputs"):
-        ensembles.train_ensemble(jax.random.PRNGKey(0), x, y, x, y, widths=(2, 8, 1),
-                                 n_members=1, likelihood="categorical")  # fmt: skip
+        ensembles.train_ensemble(
+            jax.random.PRNGKey(0),
+            x,
+            y,
+            x,
+            y,
+            widths=(2, 8, 1),
+            n_members=1,
+            likelihood="categorical",
+        )

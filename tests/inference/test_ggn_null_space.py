@@ -165,8 +165,9 @@ def test_slq_logdet_and_its_gradient_match_the_dense_values(x64):
     lam = jnp.linalg.eigvalsh(ggn)
 
     def slq(alpha):
-        return ns.slq_logdet(lambda v: ggn @ v, 30, alpha, jax.random.PRNGKey(7),
-                             num_matvecs=30, num_probes=400)  # fmt: skip
+        return ns.slq_logdet(
+            lambda v: ggn @ v, 30, alpha, jax.random.PRNGKey(7), num_matvecs=30, num_probes=400
+        )
 
     np.testing.assert_allclose(slq(0.5), ns.dense_logdet(lam, 0.5), rtol=0.05)
     np.testing.assert_allclose(jax.grad(slq)(0.5), jnp.sum(1 / (lam + 0.5)), rtol=0.05)

@@ -80,9 +80,13 @@ def test_nuts_is_deterministic_and_reuses_compilation(blackjax_run):
 def test_nuts_in_chunks_gives_the_same_draws_and_resumes(blackjax_run, tmp_path):
     whole_samples, whole_stats = blackjax_run
     chunked = lambda: mcmc.nuts(  # noqa: E731
-        jax.random.key(0), models.narrow_network, KWARGS, chunk_size=120, cache=tmp_path,
+        jax.random.key(0),
+        models.narrow_network,
+        KWARGS,
+        chunk_size=120,
+        cache=tmp_path,
         **BUDGET,
-    )  # fmt: skip
+    )
     samples, stats_ = chunked()
     np.testing.assert_allclose(samples["w"], whole_samples["w"], rtol=1e-5, atol=1e-6)
     for key in ("step_size", "acceptance_rate", "num_steps", "diverging"):

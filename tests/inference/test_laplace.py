@@ -83,9 +83,14 @@ def test_linear_model_is_conjugate_bayesian_regression(x64):
     mean = cov @ design.T @ np.asarray(y)[:, 0] / noise_scale**2
     params = [{"W": jnp.asarray(mean[:3, None]), "b": jnp.asarray(mean[3:])}]
     post = la.laplace(
-        params, x, y, likelihood="gaussian", noise_scale=noise_scale, prior_precision=delta,
+        params,
+        x,
+        y,
+        likelihood="gaussian",
+        noise_scale=noise_scale,
+        prior_precision=delta,
         activation="identity",
-    )  # fmt: skip
+    )
     theta, _ = ravel_pytree(params)
     assert ravel_pytree({"W": 1, "b": 2})[0].tolist() == [1, 2]  # dict keys sorted: W, b
     np.testing.assert_allclose(post.covariance, cov, rtol=1e-8, atol=1e-12)
@@ -105,7 +110,7 @@ def test_linear_model_is_conjugate_bayesian_regression(x64):
             likelihood="gaussian",
             noise_scale=noise_scale,
             prior_precision=delta,
-        )  # fmt: skip
+        )
     )(params)
     assert max(float(jnp.max(jnp.abs(g))) for g in jax.tree_util.tree_leaves(grad)) < 1e-8
 
@@ -126,9 +131,14 @@ def test_regularised_loss_is_the_models_negative_log_joint(x64, likelihood, widt
         sites = {f"{k}{i}": layer[k] for i, layer in enumerate(params) for k in layer}
         energy = potential_energy(spec.model, (), spec.kwargs(x, y), sites)
         loss = map_estimate.regularised_loss(
-            params, x, y_map, apply_fn=nets.mlp_apply, likelihood=likelihood,
-            noise_scale=spec.noise_scale, prior_precision=1 / spec.prior_scale**2,
-        )  # fmt: skip
+            params,
+            x,
+            y_map,
+            apply_fn=nets.mlp_apply,
+            likelihood=likelihood,
+            noise_scale=spec.noise_scale,
+            prior_precision=1 / spec.prior_scale**2,
+        )
         size = ravel_pytree(params)[0].size
         constant = size * np.log(spec.prior_scale * np.sqrt(2 * np.pi))
         np.testing.assert_allclose(float(energy - loss), constant, rtol=1e-10)
@@ -200,9 +210,14 @@ def test_marginal_likelihood_conjugate_evidence(x64):
     mean = cov @ design.T @ y[:, 0] / noise_scale**2
     params = [{"W": jnp.asarray(mean[:2, None]), "b": jnp.asarray(mean[2:])}]
     post = la.laplace(
-        params, jnp.asarray(x), jnp.asarray(y), likelihood="gaussian", noise_scale=noise_scale,
-        prior_precision=delta, activation="identity",
-    )  # fmt: skip
+        params,
+        jnp.asarray(x),
+        jnp.asarray(y),
+        likelihood="gaussian",
+        noise_scale=noise_scale,
+        prior_precision=delta,
+        activation="identity",
+    )
     k = noise_scale**2 * np.eye(15) + design @ design.T / delta
     sign, logdet = np.linalg.slogdet(k)
     exact = -0.5 * (y[:, 0] @ np.linalg.solve(k, y[:, 0]) + logdet + 15 * np.log(2 * np.pi))
@@ -215,13 +230,19 @@ def test_last_layer_subset_and_classification_predictives():
     y = jnp.asarray((x[:, 0] > 0).astype(int))
     params = nets.mlp_init(KEY, (2, 4, 2), 0.5)
     params, trace = map_estimate.train_map(
-        params, x, y, likelihood="categorical", activation="tanh", num_steps=200,
+        params,
+        x,
+        y,
+        likelihood="categorical",
+        activation="tanh",
+        num_steps=200,
         learning_rate=0.05,
-    )  # fmt: skip
+    )
     assert trace[-1] < trace[0]
     full = la.laplace(params, x, y, likelihood="categorical", activation="tanh")
-    last = la.laplace(params, x, y, likelihood="categorical", activation="tanh",
-                      subset="last_layer")  # fmt: skip
+    last = la.laplace(
+        params, x, y, likelihood="categorical", activation="tanh", subset="last_layer"
+    )
     assert full.num_params == 2 * 4 + 4 + 4 * 2 + 2 and last.num_params == 4 * 2 + 2
     for post in (full, last):
         probit = la.linearised_predictive(post, x)
@@ -257,10 +278,10 @@ def test_bad_input():
         post.sample(KEY, 0)
     with pytest.raises(ValueError, match="method"):
         la.linearised_predictive(
-            la.laplace(params, x, jnp.zeros(12, int), likelihood="categorical",
-                       activation="tanh"),  # fmt: skip
-            x, method="exact",
-        )  # fmt: skip
+            la.laplace(params, x, jnp.zeros(12, int), likelihood="categorical", activation="tanh"),
+            x,
+            method="exact",
+        )
     with pytest.raises(ValueError, match="lower"):
         la.optimise_prior_precision(post, lower=10.0, upper=1.0)
     with pytest.raises(ValueError, match="num_steps"):

@@ -54,9 +54,17 @@ def test_diffusion_has_the_laplace_covariance_on_its_subspace(linear, project):
     the sampled LA's (G + αI)⁻¹ (unprojected)."""
     x, theta, ggn, image = linear
     samples = ld.laplace_diffusion(
-        jax.random.PRNGKey(3), linear_model, theta, x, prior_precision=ALPHA,
-        noise_scale=SIGMA, rank=3, num_steps=4, num_samples=4000, project=project,
-    )  # fmt: skip
+        jax.random.PRNGKey(3),
+        linear_model,
+        theta,
+        x,
+        prior_precision=ALPHA,
+        noise_scale=SIGMA,
+        rank=3,
+        num_steps=4,
+        num_samples=4000,
+        project=project,
+    )
     assert samples.shape == (4000, 6)
     full = np.linalg.inv(ggn + ALPHA * np.eye(6))
     expected = image @ image.T @ full @ image @ image.T if project else full
@@ -79,9 +87,13 @@ def test_laplace_diffusion_rejects_bad_input(linear):
         )
     with pytest.raises(ValueError, match="prior_precision"):
         ld.laplace_diffusion(
-            jax.random.PRNGKey(0), linear_model, theta, x, rank=2,
+            jax.random.PRNGKey(0),
+            linear_model,
+            theta,
+            x,
+            rank=2,
             **{**kw, "prior_precision": -1.0},
-        )  # fmt: skip
+        )
 
 
 def test_image_rank_counts_eigenvalues_above_the_tolerance():

@@ -58,9 +58,13 @@ def test_energy_var_schedule():
             mclmc.energy_var_schedule(100, end=bad)
     with pytest.raises(ValueError, match="energy_var"):
         mclmc.mclmc_chain(
-            jax.random.PRNGKey(0), lambda z: -jnp.sum(z**2), jnp.zeros(2),
-            tuning_steps=100, sampling_steps=1, energy_var=0.1,
-        )  # fmt: skip
+            jax.random.PRNGKey(0),
+            lambda z: -jnp.sum(z**2),
+            jnp.zeros(2),
+            tuning_steps=100,
+            sampling_steps=1,
+            energy_var=0.1,
+        )
 
 
 def _tuned_l_and_step_size(energy_var, reference: bool, n_keys=64, tuning_steps=2000):
@@ -80,9 +84,13 @@ def _tuned_l_and_step_size(energy_var, reference: bool, n_keys=64, tuning_steps=
 
     def ours(k):
         _, L, eps = mclmc.mclmc_chain(
-            k, logdensity, z0, tuning_steps=tuning_steps, sampling_steps=1,
+            k,
+            logdensity,
+            z0,
+            tuning_steps=tuning_steps,
+            sampling_steps=1,
             energy_var=(energy_var, energy_var),
-        )  # fmt: skip
+        )
         return L, eps
 
     def theirs(k):
@@ -92,13 +100,21 @@ def _tuned_l_and_step_size(energy_var, reference: bool, n_keys=64, tuning_steps=
         L0 = jnp.maximum(jnp.sqrt(d * 1.0), mclmc.MIN_INITIAL_L)
         params = MCLMCAdaptationState(L0, jnp.asarray(mclmc.INITIAL_STEP_SIZE), jnp.ones(d))
         _, tuned, _ = blackjax.mclmc_find_L_and_step_size(
-            kernel, tuning_steps, state, k_tune, logdensity_fn=logdensity,
-            frac_tune1=mclmc.TUNING_FRACTIONS[0], frac_tune2=mclmc.TUNING_FRACTIONS[1],
-            frac_tune3=mclmc.TUNING_FRACTIONS[2], desired_energy_var=energy_var,
+            kernel,
+            tuning_steps,
+            state,
+            k_tune,
+            logdensity_fn=logdensity,
+            frac_tune1=mclmc.TUNING_FRACTIONS[0],
+            frac_tune2=mclmc.TUNING_FRACTIONS[1],
+            frac_tune3=mclmc.TUNING_FRACTIONS[2],
+            desired_energy_var=energy_var,
             trust_in_estimate=mclmc.TRUST_IN_ESTIMATE,
             num_effective_samples=mclmc.NUM_EFFECTIVE_SAMPLES,
-            diagonal_preconditioning=False, params=params, l_factor=mclmc.L_FACTOR,
-        )  # fmt: skip
+            diagonal_preconditioning=False,
+            params=params,
+            l_factor=mclmc.L_FACTOR,
+        )
         return tuned.L, tuned.step_size
 
     keys = jax.random.split(jax.random.PRNGKey(1 if reference else 0), n_keys)

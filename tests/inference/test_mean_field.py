@@ -132,8 +132,9 @@ def test_outputs_are_the_nets_of_the_draws():
     x = jax.random.normal(jax.random.key(4), (5, 2))
     f = mf.outputs(jax.random.key(3), q, x, 7, activation="tanh", output_scale=0.5)
     draws = mf.sample(jax.random.key(3), q, 7)
-    want = jnp.stack([nets.mlp_apply(jax.tree.map(lambda v, i=i: v[i], draws), x, "tanh", 0.5)
-                      for i in range(7)])  # fmt: skip
+    want = jnp.stack(
+        [nets.mlp_apply(jax.tree.map(lambda v, i=i: v[i], draws), x, "tanh", 0.5) for i in range(7)]
+    )
     assert f.shape == (7, 5, 2)
     np.testing.assert_allclose(f, want, rtol=1e-5)
     with pytest.raises(ValueError, match="outputs: x has 3 columns"):

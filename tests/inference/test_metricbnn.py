@@ -21,9 +21,16 @@ def toy_map():
     rng = np.random.default_rng(0)
     x = jnp.asarray(rng.uniform(-2, 2, (40, 1)), jnp.float32)
     y = jnp.sin(2 * x) + 0.1 * jnp.asarray(rng.normal(size=(40, 1)), jnp.float32)
-    params, _ = map_estimate.train_map(nets.mlp_init(KEY, (1, 8, 1), 0.5), x, y,
-                                  likelihood="gaussian", noise_scale=0.1, activation="tanh",
-                                  num_steps=3000, learning_rate=1e-2)  # fmt: skip
+    params, _ = map_estimate.train_map(
+        nets.mlp_init(KEY, (1, 8, 1), 0.5),
+        x,
+        y,
+        likelihood="gaussian",
+        noise_scale=0.1,
+        activation="tanh",
+        num_steps=3000,
+        learning_rate=1e-2,
+    )
     theta, unravel = ravel_pytree(params)
     return x, y, theta, unravel
 
@@ -37,17 +44,24 @@ def test_unit_directions():
 def test_drift_refine_stays_near_map_loss():
     x, y, theta, unravel = toy_map()
     loss = metricbnn.refinement_loss(unravel, TANH, x, y, likelihood="gaussian", noise_scale=0.1)
-    mse = metricbnn.refinement_loss(unravel, TANH, x, y, likelihood="gaussian",
-                                    regularised=False)  # fmt: skip
-    paths, dirs = metricbnn.sample_trajectories(loss, theta, KEY, num_particles=4,
-                                                num_steps=50, num_refine=10, drift=1e-3,
-                                                learning_rate=1e-2)  # fmt: skip
+    mse = metricbnn.refinement_loss(unravel, TANH, x, y, likelihood="gaussian", regularised=False)
+    paths, dirs = metricbnn.sample_trajectories(
+        loss,
+        theta,
+        KEY,
+        num_particles=4,
+        num_steps=50,
+        num_refine=10,
+        drift=1e-3,
+        learning_rate=1e-2,
+    )
     assert paths.shape == (4, 50, theta.size) and dirs.shape == (4, theta.size)
     losses = jax.vmap(jax.vmap(mse))(paths)
     assert float(losses.max()) < 1.1 * float(mse(theta))
     # without refinement the drift alone moves exactly T·α along d_i
-    free, d = metricbnn.sample_trajectories(loss, theta, KEY, num_particles=2, num_steps=5,
-                                            num_refine=0, drift=0.1)  # fmt: skip
+    free, d = metricbnn.sample_trajectories(
+        loss, theta, KEY, num_particles=2, num_steps=5, num_refine=0, drift=0.1
+    )
     np.testing.assert_allclose(free[:, -1] - theta, 0.5 * d, atol=1e-5)
 
 
@@ -57,8 +71,9 @@ def test_refinement_loss_values():
     theta, unravel = ravel_pytree(params)
     ident = partial(nets.mlp_apply, activation_name="identity")
     y = jnp.array([[1.0], [1.0]])  # residuals 0 and 2: MSE 2
-    reg = metricbnn.refinement_loss(unravel, ident, x, y, likelihood="gaussian", noise_scale=0.5,
-                                    prior_precision=2.0)  # fmt: skip
+    reg = metricbnn.refinement_loss(
+        unravel, ident, x, y, likelihood="gaussian", noise_scale=0.5, prior_precision=2.0
+    )
     np.testing.assert_allclose(reg(theta), 2.0 + 2.0 * 0.25 / 2 * 5.0, rtol=1e-6)
     labels = jnp.array([0, 1])
     two = [{"W": jnp.zeros((1, 2)), "b": jnp.zeros(2)}]
@@ -85,11 +100,19 @@ def test_autoencoder_losses_hand_computed():
 def test_autoencoder_and_latent_sampling():
     x, y, theta, unravel = toy_map()
     loss = metricbnn.refinement_loss(unravel, TANH, x, y, likelihood="gaussian", noise_scale=0.1)
-    paths, _ = metricbnn.sample_trajectories(loss, theta, KEY, num_particles=3, num_steps=20,
-                                             drift=1e-2, learning_rate=1e-2)  # fmt: skip
-    model, trace = metricbnn.train_autoencoder(KEY, paths, theta, latent_dim=4, hidden=(16,),
-                                               num_updates=300, batch_size=16,
-                                               num_components=8)  # fmt: skip
+    paths, _ = metricbnn.sample_trajectories(
+        loss, theta, KEY, num_particles=3, num_steps=20, drift=1e-2, learning_rate=1e-2
+    )
+    model, trace = metricbnn.train_autoencoder(
+        KEY,
+        paths,
+        theta,
+        latent_dim=4,
+        hidden=(16,),
+        num_updates=300,
+        batch_size=16,
+        num_components=8,
+    )
     assert trace.shape == (300, 4) and float(trace[-1, 3]) < float(trace[0, 3])
     samples = metricbnn.latent_sample(model, KEY, 7)
     assert samples.shape == (7, theta.size) and bool(jnp.all(jnp.isfinite(samples)))
@@ -116,8 +139,9 @@ def test_straightness_gaussian_and_explained_variance():
 
 
 def test_push_forward_and_cnn():
-    params = cnn.cnn_init(KEY, image_size=12, channels=(2, 3), kernel=3, hidden=(5, 4),
-                          num_classes=3)  # fmt: skip
+    params = cnn.cnn_init(
+        KEY, image_size=12, channels=(2, 3), kernel=3, hidden=(5, 4), num_classes=3
+    )
     x = jax.random.uniform(KEY, (6, 144))
     out = cnn.cnn_apply(params, x)
     assert out.shape == (6, 3) and cnn.cnn_features(params, x).shape == (6, 4)
@@ -180,11 +204,13 @@ def test_walk_and_embed_is_both_phases_with_split_keys():
     walk = dict(num_particles=2, num_steps=5, drift=1e-2, learning_rate=1e-2, num_refine=2)
     ae = dict(latent_dim=3, hidden=(8,), num_components=4)
     paths, model, trace = metricbnn.walk_and_embed(
-        KEY, loss, theta, ae_updates=20, ae_batch=8, **walk, **ae)  # fmt: skip
+        KEY, loss, theta, ae_updates=20, ae_batch=8, **walk, **ae
+    )
     k_walk, k_ae = jax.random.split(KEY)
     expected, _ = metricbnn.sample_trajectories(loss, theta, k_walk, **walk)
-    _, expected_trace = metricbnn.train_autoencoder(k_ae, expected, theta, num_updates=20,
-                                                    batch_size=8, **ae)  # fmt: skip
+    _, expected_trace = metricbnn.train_autoencoder(
+        k_ae, expected, theta, num_updates=20, batch_size=8, **ae
+    )
     assert paths.shape == (2, 5, theta.size) and trace.shape == (20, 4)
     np.testing.assert_array_equal(paths, expected)
     np.testing.assert_array_equal(trace, expected_trace)

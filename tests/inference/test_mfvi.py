@@ -17,8 +17,9 @@ from bnn_posteriors.models import numpyro_models as models
 def _fit(x, y, **change):
     model_kwargs = dict(x=x, y=y, widths=(2, 1), noise_scale=0.5, prior_scale=1.0)
     settings = dict(num_steps=3000, learning_rate=0.01, schedule="constant", num_particles=16)
-    return vi.fit_mfvi(jax.random.PRNGKey(0), models.mlp_regression, model_kwargs,
-                       **{**settings, **change})[0]  # fmt: skip
+    return vi.fit_mfvi(
+        jax.random.PRNGKey(0), models.mlp_regression, model_kwargs, **{**settings, **change}
+    )[0]
 
 
 @pytest.fixture(scope="module")

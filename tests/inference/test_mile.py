@@ -48,9 +48,15 @@ def test_log_density_matches_model():
 def test_run_bde_shapes_and_finite_tuning():
     x, y = _data()
     out = mile.run_bde(
-        jax.random.PRNGKey(3), x, y, _starts(3), widths=WIDTHS,
-        tuning_steps=200, sampling_steps=50, thinning=5,
-    )  # fmt: skip
+        jax.random.PRNGKey(3),
+        x,
+        y,
+        _starts(3),
+        widths=WIDTHS,
+        tuning_steps=200,
+        sampling_steps=50,
+        thinning=5,
+    )
     assert out["samples"]["W0"].shape == (3, 10, 2, 4)
     assert out["samples"]["log_sigma"].shape == (3, 10)
     assert np.all(np.isfinite(out["L"])) and np.all(out["L"] > 0)
@@ -131,9 +137,15 @@ def test_per_chain_prior_scale_matches_shared_scales(tmp_path, cached):
 def test_nuts_bde_runs_from_warm_starts():
     x, y = _data()
     samples, stats = mile.run_nuts_bde(
-        jax.random.PRNGKey(5), x, y, _starts(2), widths=WIDTHS, num_warmup=20, num_samples=10,
+        jax.random.PRNGKey(5),
+        x,
+        y,
+        _starts(2),
+        widths=WIDTHS,
+        num_warmup=20,
+        num_samples=10,
         max_num_doublings=4,
-    )  # fmt: skip
+    )
     assert samples["W0"].shape == (2, 10, 2, 4) and stats["step_size"].shape == (2,)
 
 
@@ -168,9 +180,16 @@ HET = (2, 4, 2)
 def _het_starts(n_chains, seed=0):
     x, y = _data()
     params, _ = ensembles.train_ensemble(
-        jax.random.PRNGKey(seed), x, y, x, y, widths=HET, n_members=n_chains, max_epochs=20,
+        jax.random.PRNGKey(seed),
+        x,
+        y,
+        x,
+        y,
+        widths=HET,
+        n_members=n_chains,
+        max_epochs=20,
         heteroscedastic=True,
-    )  # fmt: skip
+    )
     return mile.warm_start_positions(params, heteroscedastic=True)
 
 
@@ -227,9 +246,16 @@ def test_heteroscedastic_run_bde_samples_and_predicts_scales(tmp_path):
 def test_heteroscedastic_nuts_bde_runs():
     x, y = _data()
     samples, _ = mile.run_nuts_bde(
-        jax.random.PRNGKey(5), x, y, _het_starts(2), widths=HET, num_warmup=10, num_samples=5,
-        max_num_doublings=3, heteroscedastic=True,
-    )  # fmt: skip
+        jax.random.PRNGKey(5),
+        x,
+        y,
+        _het_starts(2),
+        widths=HET,
+        num_warmup=10,
+        num_samples=5,
+        max_num_doublings=3,
+        heteroscedastic=True,
+    )
     assert samples["W1"].shape == (2, 5, 4, 2) and samples["scale"].shape == (2, 5, 24)
     assert "log_sigma" not in samples
 
@@ -240,8 +266,14 @@ def test_heteroscedastic_bad_input():
     with pytest.raises(ValueError, match="heteroscedastic regression needs two outputs"):
         mile.run_bde(jax.random.PRNGKey(0), x, y, _starts(2), widths=WIDTHS, heteroscedastic=True)
     with pytest.raises(ValueError, match="warm_starts do not match"):  # a log_sigma too many
-        mile.run_bde(jax.random.PRNGKey(0), x, y, {**starts, "log_sigma": jnp.zeros(2)},
-                     widths=HET, heteroscedastic=True)  # fmt: skip
+        mile.run_bde(
+            jax.random.PRNGKey(0),
+            x,
+            y,
+            {**starts, "log_sigma": jnp.zeros(2)},
+            widths=HET,
+            heteroscedastic=True,
+        )
     with pytest.raises(TypeError, match="warm_starts"):  # no log_sigma: not mean regression
         mile.run_bde(jax.random.PRNGKey(0), x, y, starts, widths=HET)
     params = mile.params_of(starts)
@@ -260,9 +292,16 @@ def test_categorical_log_density_and_run_bde():
     y = (x[:, 0] > 0).astype(np.int32)
     widths = (2, 4, 2)
     params, _ = ensembles.train_ensemble(
-        jax.random.PRNGKey(0), x, y, x, y, widths=widths, n_members=2, max_epochs=20,
+        jax.random.PRNGKey(0),
+        x,
+        y,
+        x,
+        y,
+        widths=widths,
+        n_members=2,
+        max_epochs=20,
         likelihood="categorical",
-    )  # fmt: skip
+    )
     starts = mile.warm_start_positions(params, likelihood="categorical")
     assert "log_sigma" not in starts
     pos = jax.tree.map(lambda a: a[0], starts)
@@ -277,13 +316,27 @@ def test_categorical_log_density_and_run_bde():
     expected = norm.logpdf(flat).sum() + jax.nn.log_softmax(logits)[jnp.arange(24), y].sum()
     np.testing.assert_allclose(value, expected, rtol=1e-5)
     out = mile.run_bde(
-        jax.random.PRNGKey(1), x, y, starts, widths=widths, tuning_steps=100, sampling_steps=20,
-        thinning=5, likelihood="categorical",
-    )  # fmt: skip
+        jax.random.PRNGKey(1),
+        x,
+        y,
+        starts,
+        widths=widths,
+        tuning_steps=100,
+        sampling_steps=20,
+        thinning=5,
+        likelihood="categorical",
+    )
     assert out["samples"]["W1"].shape == (2, 4, 4, 2) and "log_sigma" not in out["samples"]
     assert np.all(np.isfinite(out["logdensity"]))
     with pytest.raises(ValueError, match="no log_sigma site"):
         mile.warm_start_positions(params, 0.0, likelihood="categorical")
     with pytest.raises(ValueError, match="heteroscedastic needs the gaussian"):
-        mile.run_bde(jax.random.PRNGKey(1), x, y, starts, widths=widths, likelihood="categorical",
-                     heteroscedastic=True)  # fmt: skip
+        mile.run_bde(
+            jax.random.PRNGKey(1),
+            x,
+            y,
+            starts,
+            widths=widths,
+            likelihood="categorical",
+            heteroscedastic=True,
+        )

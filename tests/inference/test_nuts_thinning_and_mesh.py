@@ -24,9 +24,14 @@ BUDGET = {"num_chains": 2, "num_warmup": 20, "num_samples": 20}
 def test_thinning_keeps_every_kth_draw_and_every_statistic(tmp_path):
     full, full_stats = mcmc.nuts(jax.random.key(0), models.narrow_network, KWARGS, **BUDGET)
     thin, stats = mcmc.nuts(
-        jax.random.key(0), models.narrow_network, KWARGS, thinning=4, chunk_size=8,
-        cache=tmp_path, **BUDGET,
-    )  # fmt: skip
+        jax.random.key(0),
+        models.narrow_network,
+        KWARGS,
+        thinning=4,
+        chunk_size=8,
+        cache=tmp_path,
+        **BUDGET,
+    )
     assert thin["w"].shape == (2, 5, 2)
     np.testing.assert_allclose(thin["w"], full["w"][:, 3::4], rtol=1e-5, atol=1e-6)
     assert stats["num_steps"].shape == full_stats["num_steps"].shape == (2, 20)
@@ -99,9 +104,21 @@ def test_warmup_stats_count_the_leapfrog_steps_of_the_adaptation(tmp_path):
     warm = np.asarray(stats["warmup_num_steps"])
     assert warm.shape == (2, 20) and warm.min() >= 1 and warm.max() <= 1023
     assert warm.sum() > 40  # NUTS trees of more than one step, not a placeholder
-    _, capped = mcmc.nuts(jax.random.key(2), models.narrow_network, KWARGS, warmup_stats=True,
-                          max_num_doublings=1, **BUDGET)  # fmt: skip
+    _, capped = mcmc.nuts(
+        jax.random.key(2),
+        models.narrow_network,
+        KWARGS,
+        warmup_stats=True,
+        max_num_doublings=1,
+        **BUDGET,
+    )
     np.testing.assert_array_equal(capped["warmup_num_steps"], 1)
     with pytest.raises(ValueError, match="warmup_stats needs a run in one program"):
-        mcmc.nuts(jax.random.key(2), models.narrow_network, KWARGS, warmup_stats=True,
-                  chunk_size=10, **BUDGET)  # fmt: skip
+        mcmc.nuts(
+            jax.random.key(2),
+            models.narrow_network,
+            KWARGS,
+            warmup_stats=True,
+            chunk_size=10,
+            **BUDGET,
+        )

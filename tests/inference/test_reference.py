@@ -22,8 +22,9 @@ TINY = {"num_chains": 2, "num_warmup": 20, "num_samples": 20}
 def _samples(spec, chains=2, draws=3, log_sigma=True):
     params = [
         nets.mlp_init(jax.random.PRNGKey(c * draws + d), spec.widths, scheme="normal")
-        for c in range(chains) for d in range(draws)
-    ]  # fmt: skip
+        for c in range(chains)
+        for d in range(draws)
+    ]
     stacked = jax.tree.map(lambda *a: np.stack(a).reshape(chains, draws, *a[0].shape), *params)
     out = nets.sites(stacked)
     if log_sigma:

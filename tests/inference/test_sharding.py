@@ -101,9 +101,14 @@ def test_tune_and_sample_chains(per_chain):
     tuned = sharding.tune_chains(_target, (1.0,), keys, z0, x, y, scale, 100, mesh, 3, False)
     assert len(tuned) == 3
     assert set(tuned[0]) == {
-        "position", "momentum", "logdensity", "logdensity_grad", "L", "step_size",
+        "position",
+        "momentum",
+        "logdensity",
+        "logdensity_grad",
+        "L",
+        "step_size",
         "tuning_divergences",
-    }  # fmt: skip
+    }
     assert all(t["L"] > 0 and t["step_size"] > 0 for t in tuned)
     drawn = sharding.sample_chains(_target, (1.0,), keys, tuned, x, y, scale, 4, 2, mesh, False)
     assert len(drawn) == 3 and drawn[0]["z"].shape == (4, 2)

@@ -155,9 +155,16 @@ def test_fit_symmetrised_raises_mi():
     x, y = toy_data(20)
     keys = jnp.stack([jax.random.key_data(jax.random.key(0))] * 2)
     q, losses = sym.fit_mean_field(
-        keys, x, y, jnp.array([0.0, 1.0]), widths=WIDTHS, num_steps=300, noise_scale=0.3,
-        learning_rate=0.02, num_particles=2,
-    )  # fmt: skip
+        keys,
+        x,
+        y,
+        jnp.array([0.0, 1.0]),
+        widths=WIDTHS,
+        num_steps=300,
+        noise_scale=0.3,
+        learning_rate=0.02,
+        num_particles=2,
+    )
     assert losses.shape == (2, 300) and bool(jnp.all(jnp.isfinite(losses)))
     assert q.loc[0]["W"].shape == (2, *WIDTHS[:2]) and isinstance(q, mf.MeanField)
     assert float(losses[0, -20:].mean()) < float(losses[0, :20].mean())
@@ -171,8 +178,17 @@ def test_fit_starts_from_mean_field_init():
     x, y = toy_data()
     key = jax.random.key(3)
     keys = jax.random.key_data(key)[None]
-    q, _ = sym.fit_mean_field(keys, x, y, jnp.zeros(1), widths=WIDTHS, num_steps=1,
-                              learning_rate=1e-9, init_scale=0.2, noise_scale=0.3)  # fmt: skip
+    q, _ = sym.fit_mean_field(
+        keys,
+        x,
+        y,
+        jnp.zeros(1),
+        widths=WIDTHS,
+        num_steps=1,
+        learning_rate=1e-9,
+        init_scale=0.2,
+        noise_scale=0.3,
+    )
     start = mf.init(jax.random.split(key)[0], WIDTHS, init_scale=0.2)
     for got, want in zip(jax.tree.leaves(q), jax.tree.leaves(start), strict=True):
         np.testing.assert_allclose(got[0], want, atol=1e-6)
@@ -183,8 +199,16 @@ def test_fit_categorical_runs():
     x = rng.normal(size=(16, 2)).astype(np.float32)
     y = rng.integers(0, 3, size=16)
     keys = jnp.stack([jax.random.key_data(jax.random.key(0))] * 2)
-    q, losses = sym.fit_mean_field(keys, x, y, jnp.array([0.0, 1.0]), widths=(2, 3, 3),
-                                   num_steps=20, likelihood="categorical", num_perms=4)  # fmt: skip
+    q, losses = sym.fit_mean_field(
+        keys,
+        x,
+        y,
+        jnp.array([0.0, 1.0]),
+        widths=(2, 3, 3),
+        num_steps=20,
+        likelihood="categorical",
+        num_perms=4,
+    )
     assert q.loc[1]["W"].shape == (2, 3, 3) and bool(jnp.all(jnp.isfinite(losses)))
 
 

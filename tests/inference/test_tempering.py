@@ -199,8 +199,10 @@ def test_gap_is_the_variance_term_and_shrinks_like_one_over_n():
     assert float(terms["limit"] - terms["elbo"]) == pytest.approx(float(terms["gap"]), rel=1e-4)
     for k in (2, 8):
         mu0, sd0, mu1, sd1 = parts(q)
-        rep = two_layer(*(jnp.tile(mu0, (1, k)), jnp.tile(sd0, (1, k))),
-                        *(jnp.tile(mu1, (k, 1)), jnp.tile(sd1, (k, 1))))  # fmt: skip
+        rep = two_layer(
+            *(jnp.tile(mu0, (1, k)), jnp.tile(sd0, (1, k))),
+            *(jnp.tile(mu1, (k, 1)), jnp.tile(sd1, (k, 1))),
+        )
         t = tempering.gaussian_elbo_terms(rep, x, y, noise_scale=0.8)
         assert float(t["gap"]) == pytest.approx(float(terms["gap"]) / k, rel=1e-4)
         assert float(t["limit_log_lik"]) == pytest.approx(float(terms["limit_log_lik"]), rel=1e-5)
@@ -279,11 +281,13 @@ def test_fit_tempered_batched_over_data_sets_keeps_padded_inputs_at_the_prior():
     np.testing.assert_array_equal(params.loc[0]["W"][:, :, 2], 0.0)
     np.testing.assert_allclose(params.scale[0]["W"][:, :, 2], 1.0, rtol=1e-6)
     with pytest.raises(ValueError, match="etas"):
-        tempering.fit_tempered(KEY, dict(x=xs, y=ys, width=4), inits, [1.0], num_steps=2,
-                               batched=("x", "y"))  # fmt: skip
+        tempering.fit_tempered(
+            KEY, dict(x=xs, y=ys, width=4), inits, [1.0], num_steps=2, batched=("x", "y")
+        )
     with pytest.raises(ValueError, match="not model arguments"):
-        tempering.fit_tempered(KEY, dict(x=x, y=y, width=4), init, [1.0], num_steps=2,
-                               batched=("z",))  # fmt: skip
+        tempering.fit_tempered(
+            KEY, dict(x=x, y=y, width=4), init, [1.0], num_steps=2, batched=("z",)
+        )
 
 
 def test_categorical_model_and_predictive_probabilities():
@@ -291,14 +295,23 @@ def test_categorical_model_and_predictive_probabilities():
     x = tempering.augment(jnp.asarray(rng.normal(size=(12, 3)), jnp.float32))
     y = jnp.asarray(rng.integers(0, 3, 12))
     init = tempering.init_params(KEY, 4, 5, 3, prior_scale=0.5, init_scale=0.2)
-    kwargs = dict(x=x, y=y, width=5, likelihood="categorical", n_out=3, prior_scale=0.5,
-                  output_scale=1.0, subsample_size=6)  # fmt: skip
+    kwargs = dict(
+        x=x,
+        y=y,
+        width=5,
+        likelihood="categorical",
+        n_out=3,
+        prior_scale=0.5,
+        output_scale=1.0,
+        subsample_size=6,
+    )
     terms = tempering.mc_elbo_terms(KEY, init, kwargs, 0.5, num_particles=2)
     assert float(terms["kl"]) == pytest.approx(hand_kl(init, 0.5), rel=1e-5)
     assert float(terms["expected_log_lik"]) < 0
     params, _ = tempering.fit_tempered(KEY, kwargs, init, [0.5], num_steps=20)
-    probs = tempering.predict_probs(KEY, jax.tree.map(lambda v: v[0], params), x,
-                                    num_samples=8, output_scale=1.0)  # fmt: skip
+    probs = tempering.predict_probs(
+        KEY, jax.tree.map(lambda v: v[0], params), x, num_samples=8, output_scale=1.0
+    )
     assert probs.shape == (12, 3)
     np.testing.assert_allclose(probs.sum(1), 1.0, rtol=1e-5)
     with pytest.raises(ValueError, match="subsample_size"):

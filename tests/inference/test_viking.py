@@ -86,9 +86,17 @@ def test_negative_elbo_matches_the_analytic_expectation(small):
     y = jnp.sin(3 * x[:, 0])[:, None]
     params = {"theta": theta, "log_precision": jnp.log(2.0), "log_scale_image": jnp.log(0.2)}
     r = theta.size - np.linalg.matrix_rank(np.asarray(jac))
-    got = vk.negative_elbo(params, jax.random.PRNGKey(0), model_fn, x, y, kernel_dim=r,
-                           likelihood="gaussian", noise_scale=0.3,
-                           num_mc_samples=20000)  # fmt: skip
+    got = vk.negative_elbo(
+        params,
+        jax.random.PRNGKey(0),
+        model_fn,
+        x,
+        y,
+        kernel_dim=r,
+        likelihood="gaussian",
+        noise_scale=0.3,
+        num_mc_samples=20000,
+    )
     resid = np.asarray(y - model_fn(theta, x))[:, 0]
     row2 = np.sum(np.asarray(jac) ** 2, axis=1)  # E(Jε)_i² = ‖J_i‖²
     nll = np.sum(
@@ -115,8 +123,17 @@ def test_negative_elbo_weights_the_kl_by_beta(small):
 def test_fit_viking_lowers_the_negative_elbo(small, likelihood):
     theta, model_fn, x, _, _ = small
     y = jnp.sin(3 * x[:, 0]) if likelihood == "gaussian" else jnp.array([0, 0, 0, 0, 0])
-    post = vk.fit_viking(jax.random.PRNGKey(1), model_fn, theta, x, y, likelihood=likelihood,
-                         noise_scale=0.3, num_steps=300, num_mc_samples=4)  # fmt: skip
+    post = vk.fit_viking(
+        jax.random.PRNGKey(1),
+        model_fn,
+        theta,
+        x,
+        y,
+        likelihood=likelihood,
+        noise_scale=0.3,
+        num_steps=300,
+        num_mc_samples=4,
+    )
     assert post.losses.shape == (300,)
     assert post.losses[-20:].mean() < post.losses[:20].mean()
     assert post.prior_precision > 0 and post.scale_image > 0

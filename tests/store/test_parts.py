@@ -73,8 +73,9 @@ def test_resumed_part_reads_a_matching_part_and_computes_otherwise(tmp_path):
     forced = parts.resumed_part(path, {"a": 2}, compute, profile=None, reuse=False)
     assert forced["value"] == 3
     # no path: computed, nothing written; a compute that sets the mark keeps it
-    own = parts.resumed_part(None, {"a": 1}, lambda: {"v": 0, "cached": True}, profile=None,
-                             mark="cached")  # fmt: skip
+    own = parts.resumed_part(
+        None, {"a": 1}, lambda: {"v": 0, "cached": True}, profile=None, mark="cached"
+    )
     assert own == {"v": 0, "cached": True}
     with pytest.raises(TypeError, match="callable"):
         parts.resumed_part(path, {"a": 1}, None, profile=None)

@@ -59,8 +59,7 @@ def test_to_json_exact_keeps_every_number():
 def test_to_json_rounded_is_strict_json():
     value = {"x": 1 / 3, "y": [np.nan, np.inf, -np.inf], "z": np.int64(7), "w": 1 + 2j}
     out = provenance.to_json(value, 6)
-    assert out == {"x": 0.333333, "y": ["NaN", "Infinity", "-Infinity"], "z": 7,
-                   "w": [1.0, 2.0]}  # fmt: skip
+    assert out == {"x": 0.333333, "y": ["NaN", "Infinity", "-Infinity"], "z": 7, "w": [1.0, 2.0]}
     assert provenance.to_json(object(), 6).startswith("<object")
     json.dumps(out, allow_nan=False)
     assert claims.to_json(1 / 3) == 0.333333

@@ -526,8 +526,10 @@ def test_quadrature_survives_a_strong_likelihood_and_a_tight_prior(n, half_width
     beta = np.linspace(1e-9, 1.5, 1_500_001)
     z = beta / tau**2
     log_prior = np.log(special.k0e(z)) - z
-    log_post = {s: log_prior - np.asarray(theory.g1(jnp.asarray(s * beta), x, y, sigma))
-                for s in (1.0, -1.0)}  # fmt: skip
+    log_post = {
+        s: log_prior - np.asarray(theory.g1(jnp.asarray(s * beta), x, y, sigma))
+        for s in (1.0, -1.0)
+    }
     top = max(v.max() for v in log_post.values())
     weights = sum(np.exp(v - top) for v in log_post.values())
     reference = float(np.sum(beta * weights) / np.sum(weights))

@@ -179,10 +179,15 @@ def scorecard_markdown(rows: Sequence[dict] | None = None) -> str:
     rows = scorecard() if rows is None else rows
     header = ["Claim", "What", "quick", "full", "seeds"]
     cells = [
-        [_claim_cell(row), row["title"], _status_mark(row["quick"]),
-         _status_mark(row["full"]), seeds_cell(row.get("seeds", ""))]
+        [
+            _claim_cell(row),
+            row["title"],
+            _status_mark(row["quick"]),
+            _status_mark(row["full"]),
+            seeds_cell(row.get("seeds", "")),
+        ]
         for row in rows
-    ]  # fmt: skip
+    ]
     return tables.markdown_table(header, cells)
 
 

@@ -59,9 +59,12 @@ def checks_of(records: Sequence[dict]) -> list[dict]:
         margin = record.get("margin")
         if "margin" not in record and record.get("rule") is not None:
             margin = claims.margin(
-                record["rule"], record["value"], record.get("expect"), record.get("tol"),
+                record["rule"],
+                record["value"],
+                record.get("expect"),
+                record.get("tol"),
                 record.get("rtol"),
-            )  # fmt: skip
+            )
         rows.append(
             {
                 "id": record["id"],
@@ -316,15 +319,20 @@ def sweep_markdown(sweep: dict | None) -> str:
     """The sweep as a Markdown table: one row per check, statuses, smallest margin, spread."""
     if not sweep:
         return "No seed sweep has been committed yet (`bnn-posteriors sweep`).\n"
-    header = ("check", "seeds at the lock", "expected", "smallest margin", "spread (sd)",
-              "robust")  # fmt: skip
+    header = ("check", "seeds at the lock", "expected", "smallest margin", "spread (sd)", "robust")
     rows = []
     for row in summarise(sweep):
         name = check_name(row)
         at_lock = "—" if row["at_lock"] is None else f"{row['at_lock']} of {len(row['statuses'])}"
         robust = "decided on " + COMMITTED if row["committed"] else "yes" if row["robust"] else "no"
-        rows.append((
-            name, at_lock, row["expected"], tables.number(row["min_margin"], ".3g"),
-            tables.number(row["spread"], ".3g"), robust,
-        ))  # fmt: skip
+        rows.append(
+            (
+                name,
+                at_lock,
+                row["expected"],
+                tables.number(row["min_margin"], ".3g"),
+                tables.number(row["spread"], ".3g"),
+                robust,
+            )
+        )
     return tables.markdown_table(header, rows)

@@ -171,9 +171,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_many_chains(profile, args.seeds, args.out)
     if args.command == "reference":
         return run_reference(
-            args.problem, profile, chains=args.chains, warmup=args.warmup, draws=args.draws,
-            kept=args.kept, chunk=args.chunk, seed=args.seed, out=args.out, cache=args.cache,
-        )  # fmt: skip
+            args.problem,
+            profile,
+            chains=args.chains,
+            warmup=args.warmup,
+            draws=args.draws,
+            kept=args.kept,
+            chunk=args.chunk,
+            seed=args.seed,
+            out=args.out,
+            cache=args.cache,
+        )
     if args.command == "scores":
         return run_scores(profile, args.problems, args.methods, args.seeds, args.out)
     if args.command == "sweep":
@@ -211,9 +219,11 @@ def run_sweep(
     print(sweep.sweep_markdown(result))
     swept = [row for row in rows if not row["committed"]]
     fragile = [sweep.check_name(row) for row in swept if not row["robust"]]
-    print(f"{len(swept) - len(fragile)} of {len(swept)} checks robust" + (
-        f"; not robust: {', '.join(fragile)}" if fragile else "") + (
-        f"; {len(rows) - len(swept)} decided on committed results (seed-independent)"))  # fmt: skip
+    print(
+        f"{len(swept) - len(fragile)} of {len(swept)} checks robust"
+        + (f"; not robust: {', '.join(fragile)}" if fragile else "")
+        + (f"; {len(rows) - len(swept)} decided on committed results (seed-independent)")
+    )
     return 0
 
 

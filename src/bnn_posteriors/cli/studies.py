@@ -94,9 +94,13 @@ def run_prior_scales(
             raise ValueError(f"profile {cfg.profile} names no results folder: pass --out")
         print(f"prior-scale cells (profile {cfg.profile}, seed {cfg.seed}) -> {folder}", flush=True)
         return study.prior_scale_study(
-            **arguments, cache=cfg.cache, results_dir=folder,
-            profile=cfg.profile, progress=True, report=report,
-        )  # fmt: skip
+            **arguments,
+            cache=cfg.cache,
+            results_dir=folder,
+            profile=cfg.profile,
+            progress=True,
+            report=report,
+        )
 
     return run_study(cells, "cells")
 
@@ -115,9 +119,11 @@ def run_many_chains(
     def report(run):
         s = run["settings"]
         state = "read" if run["read"] else "computed"
-        print(f"seed {s['seed']}: {s['n_chains']} chains, KS gap {run['gap']:.4f} "
-              f"[{run['low']:.4f}, {run['high']:.4f}], {run['wall_s']:8.1f} s ({state})",
-              flush=True)  # fmt: skip
+        print(
+            f"seed {s['seed']}: {s['n_chains']} chains, KS gap {run['gap']:.4f} "
+            f"[{run['low']:.4f}, {run['high']:.4f}], {run['wall_s']:8.1f} s ({state})",
+            flush=True,
+        )
 
     def runs():
         cfg = profiles.settings("07_sampling_in_practice", profile)
@@ -128,9 +134,14 @@ def run_many_chains(
         folder = out or parts.committed_dir(cfg.many_results)
         print(f"many-chain runs (profile {cfg.profile}, {n_chains} chains) -> {folder}", flush=True)
         return many_chains.seed_study(
-            cfg, tuple(seeds or cfg.many_seeds), n_chains, results_dir=folder,
-            cache=cfg.cache, profile=cfg.profile, report=report,
-        )  # fmt: skip
+            cfg,
+            tuple(seeds or cfg.many_seeds),
+            n_chains,
+            results_dir=folder,
+            cache=cfg.cache,
+            profile=cfg.profile,
+            report=report,
+        )
 
     return run_study(runs, "seeds")
 
@@ -164,20 +175,32 @@ def run_reference(
         if out is None and cfg.results is None:
             raise ValueError(f"profile {cfg.profile} names no results folder: pass --out")
         folder = out or parts.committed_dir(cfg.results)
-        print(f"reference {problem} (profile {cfg.profile}, {n_chains} chains on "
-              f"{jax.device_count()} device(s)) -> {folder}", flush=True)  # fmt: skip
+        print(
+            f"reference {problem} (profile {cfg.profile}, {n_chains} chains on "
+            f"{jax.device_count()} device(s)) -> {folder}",
+            flush=True,
+        )
         record = build.build(
-            problem, seed=cfg.seed if seed is None else seed, num_chains=n_chains,
-            num_warmup=warmup or cfg.num_warmup, num_samples=draws or cfg.num_samples,
-            num_kept=kept or cfg.num_kept, chunk_size=chunk or cfg.chunk_size,
+            problem,
+            seed=cfg.seed if seed is None else seed,
+            num_chains=n_chains,
+            num_warmup=warmup or cfg.num_warmup,
+            num_samples=draws or cfg.num_samples,
+            num_kept=kept or cfg.num_kept,
+            chunk_size=chunk or cfg.chunk_size,
             target_acceptance_rate=cfg.target_acceptance_rate,
-            max_num_doublings=cfg.max_num_doublings, out=folder,
-            cache=cache or cfg.cache, profile=cfg.profile, progress=True,
-        )  # fmt: skip
+            max_num_doublings=cfg.max_num_doublings,
+            out=folder,
+            cache=cache or cfg.cache,
+            profile=cfg.profile,
+            progress=True,
+        )
         for points, m in record["mixing"].items():
             verdict = "mixed" if m["mixed"] else "NOT mixed: " + "; ".join(m["reasons"])
-            print(f"{points}: max R-hat {m['max_rhat']:.3f}, min ESS {m['min_ess']:.0f} "
-                  f"({verdict})", flush=True)  # fmt: skip
+            print(
+                f"{points}: max R-hat {m['max_rhat']:.3f}, min ESS {m['min_ess']:.0f} ({verdict})",
+                flush=True,
+            )
         print(f"wrote {record['path']}", flush=True)
         return [record]
 
@@ -208,8 +231,12 @@ def run_scores(
         folder = out or parts.committed_dir(cfg.score_results)
         print(f"scores (profile {cfg.profile}) -> {folder}", flush=True)
         return score.scoreboard(
-            problems or cfg.score_problems, chosen, seeds or cfg.score_seeds,
-            directory=folder, profile=cfg.profile, progress=lambda line: print(line, flush=True),
-        )  # fmt: skip
+            problems or cfg.score_problems,
+            chosen,
+            seeds or cfg.score_seeds,
+            directory=folder,
+            profile=cfg.profile,
+            progress=lambda line: print(line, flush=True),
+        )
 
     return run_study(scored, "scored fits")

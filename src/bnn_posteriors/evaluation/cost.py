@@ -67,8 +67,9 @@ def laplace_flops(params, x, x_test, *, noise_scale: float, activation: str = "t
     bisection for the prior precision costs O(P) per step and is left out.
     """
     theta, unravel = ravel_pytree(params)
-    model_fn = laplace._FullModel(functools.partial(nets.mlp_apply, activation_name=activation),
-                                  unravel)  # fmt: skip
+    model_fn = laplace._FullModel(
+        functools.partial(nets.mlp_apply, activation_name=activation), unravel
+    )
     size = theta.size
 
     def ggn(t):
@@ -174,9 +175,14 @@ def flops_against_depth(
         params = nets.mlp_init(key, (1, *([width] * depth), 1), scheme="fan_in")
         theta, unravel = ravel_pytree(params)
         loss = metricbnn.refinement_loss(
-            unravel, tanh_net, x, y, likelihood="gaussian", noise_scale=noise_scale,
+            unravel,
+            tanh_net,
+            x,
+            y,
+            likelihood="gaussian",
+            noise_scale=noise_scale,
             prior_precision=prior_precision,
-        )  # fmt: skip
+        )
         la_terms = laplace_flops(params, x, x_test, noise_scale=noise_scale)
         mb_terms = metricbnn_flops(loss, theta, tanh_net, unravel, x_test, **budgets)
         rows["depth"].append(depth)

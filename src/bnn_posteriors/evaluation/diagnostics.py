@@ -148,8 +148,14 @@ def replicate_summary(values, *, level=0.95) -> dict:
     [MBNN]'s repeats of C6.3/C6.4; ``sd`` with ddof=1, ``per MAP`` as a list).
     """
     mean, low, high = mean_interval(values, level=level)
-    return {"mean": mean, "low": low, "high": high, "sd": float(np.std(values, ddof=1)),
-            "n": int(np.size(values)), "per MAP": np.asarray(values).tolist()}  # fmt: skip
+    return {
+        "mean": mean,
+        "low": low,
+        "high": high,
+        "sd": float(np.std(values, ddof=1)),
+        "n": int(np.size(values)),
+        "per MAP": np.asarray(values).tolist(),
+    }
 
 
 def rhat_and_ess(draws) -> tuple[float, float]:
@@ -186,9 +192,11 @@ def w2_ratio_bootstrap(rng_key, means, sigmas, *, num_resamples: int = 1000):
     w2 = metrics.w2_squared_gaussian(means.reshape(-1, means.shape[2]), np.reshape(sigmas, -1))
     within, between = metrics.w2_chain_blocks(w2, len(means))
     _, low, high = chain_bootstrap(
-        rng_key, (np.arange(len(means)),),
-        partial(_ratio_of_chains, within, between), num_resamples=num_resamples,
-    )  # fmt: skip
+        rng_key,
+        (np.arange(len(means)),),
+        partial(_ratio_of_chains, within, between),
+        num_resamples=num_resamples,
+    )
     return w2, within, between, low, high
 
 
@@ -275,8 +283,9 @@ def ks_gap_bootstrap(rng, ecdfs, num_chains: int, *, num_resamples: int = 1000):
     return float(low), float(high)
 
 
-def paired_interval(differences, level: float = 0.95, *, method: str = "BCa",
-                    n_resamples: int = 9999, rng=0) -> np.ndarray:  # fmt: skip
+def paired_interval(
+    differences, level: float = 0.95, *, method: str = "BCa", n_resamples: int = 9999, rng=0
+) -> np.ndarray:
     """Mean paired difference and its two-sided ``level`` bootstrap interval, by
     ``scipy.stats.bootstrap`` over the rows (the pairs) of ``differences``.
 
@@ -293,8 +302,9 @@ def paired_interval(differences, level: float = 0.95, *, method: str = "BCa",
     """
     d = np.asarray(differences, dtype=np.float64)
     if d.ndim not in (1, 2) or len(d) < 2:
-        raise ValueError(f"differences must be shaped (pairs >= 2,) or (pairs >= 2, m), "
-                         f"got {d.shape}")  # fmt: skip
+        raise ValueError(
+            f"differences must be shaped (pairs >= 2,) or (pairs >= 2, m), got {d.shape}"
+        )
     if method not in ("BCa", "percentile"):
         raise ValueError(f"method must be 'BCa' or 'percentile', got {method!r}")
     n_resamples = positive_int("n_resamples", n_resamples)
@@ -303,9 +313,15 @@ def paired_interval(differences, level: float = 0.95, *, method: str = "BCa",
     low, high = mean.copy(), mean.copy()
     varied = np.ptp(columns, axis=0) > 0
     if varied.any():
-        ci = stats.bootstrap((columns[:, varied],), np.mean, axis=0, confidence_level=level,
-                             n_resamples=n_resamples, method=method,
-                             random_state=np.random.default_rng(rng))  # fmt: skip
+        ci = stats.bootstrap(
+            (columns[:, varied],),
+            np.mean,
+            axis=0,
+            confidence_level=level,
+            n_resamples=n_resamples,
+            method=method,
+            random_state=np.random.default_rng(rng),
+        )
         lo, hi = ci.confidence_interval
         undefined = ~(np.isfinite(lo) & np.isfinite(hi))
         if undefined.any():

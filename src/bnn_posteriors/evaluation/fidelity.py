@@ -169,5 +169,7 @@ def split_chains(reference: Mapping) -> tuple[dict, dict]:
     k = np.shape(first)[0]
     if k < 2:
         raise ValueError(f"split_chains needs at least 2 chains, got {k}")
-    return ({key: np.asarray(v)[: k // 2] for key, v in reference.items()},
-            {key: np.asarray(v)[k // 2 :] for key, v in reference.items()})  # fmt: skip
+    return (
+        {key: np.asarray(v)[: k // 2] for key, v in reference.items()},
+        {key: np.asarray(v)[k // 2 :] for key, v in reference.items()},
+    )

@@ -68,11 +68,16 @@ def regression_mixing(f, noise_scale) -> dict:
     ratio = f64.mean(axis=1).std(axis=0, ddof=1) / pooled_sd
     rhat_s, ess_s = _rhat_ess(noise_scale)
     return {
-        "rhat": rhat, "ess": ess, "between_sd_ratio": ratio,
-        "max_rhat": float(np.nanmax(rhat)), "min_ess": float(np.nanmin(ess)),
-        "median_ess": float(np.nanmedian(ess)), "max_between_sd_ratio": float(ratio.max()),
-        "noise_scale_rhat": float(np.nanmax(rhat_s)), "noise_scale_ess": float(np.nanmin(ess_s)),
-    }  # fmt: skip
+        "rhat": rhat,
+        "ess": ess,
+        "between_sd_ratio": ratio,
+        "max_rhat": float(np.nanmax(rhat)),
+        "min_ess": float(np.nanmin(ess)),
+        "median_ess": float(np.nanmedian(ess)),
+        "max_between_sd_ratio": float(ratio.max()),
+        "noise_scale_rhat": float(np.nanmax(rhat_s)),
+        "noise_scale_ess": float(np.nanmin(ess_s)),
+    }
 
 
 def _worst(values, pick) -> np.ndarray:
@@ -101,12 +106,17 @@ def classification_mixing(probs) -> dict:
     tv = 0.5 * np.abs(per_chain - pooled).sum(axis=-1)  # (chain, n)
     agreement = (per_chain.argmax(-1) == pooled.argmax(-1)).mean(axis=1)
     return {
-        "rhat": _worst(rhat, np.nanmax), "ess": _worst(ess, np.nanmin), "max_tv": tv.max(axis=0),
-        "max_rhat": float(np.nanmax(rhat)), "min_ess": float(np.nanmin(ess)),
-        "median_ess": float(np.nanmedian(ess)), "max_tv_overall": float(tv.max()),
-        "mean_tv": float(tv.mean()), "min_agreement": float(agreement.min()),
+        "rhat": _worst(rhat, np.nanmax),
+        "ess": _worst(ess, np.nanmin),
+        "max_tv": tv.max(axis=0),
+        "max_rhat": float(np.nanmax(rhat)),
+        "min_ess": float(np.nanmin(ess)),
+        "median_ess": float(np.nanmedian(ess)),
+        "max_tv_overall": float(tv.max()),
+        "mean_tv": float(tv.mean()),
+        "min_agreement": float(agreement.min()),
         "constant_components": int(np.isnan(rhat).sum()),
-    }  # fmt: skip
+    }
 
 
 def mixing(predictive: Mapping, *, rhat_max: float = RHAT_MAX, ess_min: float = ESS_MIN) -> dict:

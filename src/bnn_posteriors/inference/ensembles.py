@@ -38,8 +38,9 @@ def check_xy(
 ) -> tuple[jax.Array, jax.Array]:
     """Regression data as float32 arrays: ``x`` (n, d), ``y`` (n,), finite (:mod:`.validate`);
     ``likelihood="categorical"``: ``y`` integer class labels, kept as integers."""
-    x, y = validate.check_xy(x, y, where=label, n_features=n_features, likelihood=likelihood,
-                             ndim=(2,), dtype=np.float32)  # fmt: skip
+    x, y = validate.check_xy(
+        x, y, where=label, n_features=n_features, likelihood=likelihood, ndim=(2,), dtype=np.float32
+    )
     return jnp.asarray(x), jnp.asarray(y)
 
 
@@ -104,9 +105,12 @@ def _compiled_train(
             batches = order[: n_batches * size].reshape(n_batches, size)
 
             params, opt, _ = optim.minimise(
-                lambda p, idx: loss(p, x[idx], y[idx]), state["params"], optimiser,
-                xs=batches, state=state["opt"],
-            )  # fmt: skip
+                lambda p, idx: loss(p, x[idx], y[idx]),
+                state["params"],
+                optimiser,
+                xs=batches,
+                state=state["opt"],
+            )
             val = loss(params, x_val, y_val)
             better = val < state["best_val"]
             return {

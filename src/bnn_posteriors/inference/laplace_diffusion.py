@@ -58,8 +58,18 @@ def lanczos_eigenpairs(matvec: Callable, start, rank: int):
     return eigvals, basis.T @ vecs
 
 
-def diffusion_increment(rng_key, model_fn, theta, x, *, prior_precision, noise_scale,
-                        rank: int, step_size, project: bool = True):  # fmt: skip
+def diffusion_increment(
+    rng_key,
+    model_fn,
+    theta,
+    x,
+    *,
+    prior_precision,
+    noise_scale,
+    rank: int,
+    step_size,
+    project: bool = True,
+):
     """One Euler step's increment √h · U (Λ + α)^{-1/2} ε at θ (P,), from the GGN at θ.
 
     (U, Λ): :func:`lanczos_eigenpairs` of G(θ) = Jᵀ J / σ², GGN-vector products as in
@@ -131,9 +141,16 @@ def laplace_diffusion(
         def path(key):
             def step(t, k):
                 inc = diffusion_increment(
-                    k, model_fn, t, x, prior_precision=alpha, noise_scale=sigma, rank=rank,
-                    step_size=h, project=project,
-                )  # fmt: skip
+                    k,
+                    model_fn,
+                    t,
+                    x,
+                    prior_precision=alpha,
+                    noise_scale=sigma,
+                    rank=rank,
+                    step_size=h,
+                    project=project,
+                )
                 return t + inc, None
 
             return jax.lax.scan(step, theta, jax.random.split(key, num_steps))[0]

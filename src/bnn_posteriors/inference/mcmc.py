@@ -225,18 +225,28 @@ def nuts(
         if not warmup_stats:
             stats = {k: v for k, v in stats.items() if k != "warmup_num_steps"}
         return _first_chains((samples, stats), num_chains)
-    settings = dict(model=f"{model.__module__}.{model.__qualname__}", static=repr(static),
-                    num_warmup=num_warmup, target=float(target_acceptance_rate),
-                    max_num_doublings=max_num_doublings)  # fmt: skip
+    settings = dict(
+        model=f"{model.__module__}.{model.__qualname__}",
+        static=repr(static),
+        num_warmup=num_warmup,
+        target=float(target_acceptance_rate),
+        max_num_doublings=max_num_doublings,
+    )
     if thinning != 1:  # the units of unthinned runs keep their keys
         settings["thinning"] = thinning
     return _first_chains(
         _nuts_in_chunks(
-            adapt, sample, (keys_warm, keys, init_positions, arrays), settings,
-            chunk_size or num_samples, directory, progress, place,
+            adapt,
+            sample,
+            (keys_warm, keys, init_positions, arrays),
+            settings,
+            chunk_size or num_samples,
+            directory,
+            progress,
+            place,
         ),
         num_chains,
-    )  # fmt: skip
+    )
 
 
 def _placement(mesh):

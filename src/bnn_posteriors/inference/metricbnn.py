@@ -232,9 +232,16 @@ def train_autoencoder(
     k_init, k_train = jax.random.split(rng_key)
     ae = autoencoder_init(k_init, r, latent_dim, hidden)
     ae, trace = _train_ae(
-        ae, k_train, paths, float(lam_plus), float(lam_minus), positive("learning_rate",
-        learning_rate), num_updates, batch_size, num_t,
-    )  # fmt: skip
+        ae,
+        k_train,
+        paths,
+        float(lam_plus),
+        float(lam_minus),
+        positive("learning_rate", learning_rate),
+        num_updates,
+        batch_size,
+        num_t,
+    )
     model = {
         "ae": ae,
         "theta_map": theta_map,
@@ -273,14 +280,28 @@ def walk_and_embed(
     """
     k_walk, k_ae = jax.random.split(rng_key)
     paths, _ = sample_trajectories(
-        loss_fn, theta_map, k_walk, num_particles=num_particles, num_steps=num_steps,
-        num_refine=num_refine, drift=drift, learning_rate=learning_rate,
-    )  # fmt: skip
+        loss_fn,
+        theta_map,
+        k_walk,
+        num_particles=num_particles,
+        num_steps=num_steps,
+        num_refine=num_refine,
+        drift=drift,
+        learning_rate=learning_rate,
+    )
     model, trace = train_autoencoder(
-        k_ae, paths, theta_map, latent_dim=latent_dim, hidden=hidden, num_updates=ae_updates,
-        batch_size=ae_batch, learning_rate=ae_learning_rate, lam_plus=lam_plus,
-        lam_minus=lam_minus, num_components=num_components,
-    )  # fmt: skip
+        k_ae,
+        paths,
+        theta_map,
+        latent_dim=latent_dim,
+        hidden=hidden,
+        num_updates=ae_updates,
+        batch_size=ae_batch,
+        learning_rate=ae_learning_rate,
+        lam_plus=lam_plus,
+        lam_minus=lam_minus,
+        num_components=num_components,
+    )
     return paths, model, trace
 
 
@@ -344,8 +365,17 @@ def explained_variance(samples, k: int):
 # ----------------------------------------------------------------------------- losses
 
 
-def refinement_loss(unravel, apply_fn, x, y, *, likelihood: str, noise_scale=1.0,
-                    prior_precision=1.0, regularised: bool = True):  # fmt: skip
+def refinement_loss(
+    unravel,
+    apply_fn,
+    x,
+    y,
+    *,
+    likelihood: str,
+    noise_scale=1.0,
+    prior_precision=1.0,
+    regularised: bool = True,
+):
     """θ ↦ eq. 1 per data point, without constants: the loss Alg. 1 refines on.
 
     Regression: (1/n)Σ(y − f)² + (δσ²/n)‖θ‖² (= 2σ²L/n: the authors' MSE training loss);

@@ -88,8 +88,13 @@ def log_density(
     clip(exp f_1(x), 1e-6, 1e6); no ``log_sigma`` site. ``likelihood="categorical"``: the
     classifier y_i ~ Categorical(softmax f_θ(x_i)), ``y`` integer labels; no ``log_sigma`` site.
     """
-    spec = models.MLP(widths, likelihood=likelihood, activation=activation,
-                      prior_scale=prior_scale, heteroscedastic=heteroscedastic)  # fmt: skip
+    spec = models.MLP(
+        widths,
+        likelihood=likelihood,
+        activation=activation,
+        prior_scale=prior_scale,
+        heteroscedastic=heteroscedastic,
+    )
     return -potential_energy(spec.model, (), spec.kwargs(x, y), position)
 
 
@@ -187,9 +192,15 @@ def _flat_logdensity(
 
     def logdensity(z):
         return log_density(
-            unravel(z), x, y, widths=widths, prior_scale=prior_scale, activation=activation,
-            heteroscedastic=heteroscedastic, likelihood=likelihood,
-        )  # fmt: skip
+            unravel(z),
+            x,
+            y,
+            widths=widths,
+            prior_scale=prior_scale,
+            activation=activation,
+            heteroscedastic=heteroscedastic,
+            likelihood=likelihood,
+        )
 
     return logdensity
 
@@ -341,9 +352,18 @@ def run_bde(
 
     def compute_tuning(idx):
         return sharding.tune_chains(
-            _flat_logdensity, spec, keys[jnp.asarray(idx)], z0[jnp.asarray(idx)], xr, yr,
-            sharding.scale_for(scale_all, idx, mesh), tuning_steps, mesh, chunks, progress,
-        )  # fmt: skip
+            _flat_logdensity,
+            spec,
+            keys[jnp.asarray(idx)],
+            z0[jnp.asarray(idx)],
+            xr,
+            yr,
+            sharding.scale_for(scale_all, idx, mesh),
+            tuning_steps,
+            mesh,
+            chunks,
+            progress,
+        )
 
     tuned = _per_chain("mile-tune", tune_parts, compute_tuning, directory)
     sample_keys = jax.vmap(mclmc.chain_keys)(keys)[3]  # as mclmc.run_chain
@@ -353,9 +373,18 @@ def run_bde(
 
     def compute_sampling(idx):
         return sharding.sample_chains(
-            _flat_logdensity, spec, sample_keys[jnp.asarray(idx)], [tuned[i] for i in idx],
-            xr, yr, sharding.scale_for(scale_all, idx, mesh), n_kept, thinning, mesh, progress,
-        )  # fmt: skip
+            _flat_logdensity,
+            spec,
+            sample_keys[jnp.asarray(idx)],
+            [tuned[i] for i in idx],
+            xr,
+            yr,
+            sharding.scale_for(scale_all, idx, mesh),
+            n_kept,
+            thinning,
+            mesh,
+            progress,
+        )
 
     drawn = _per_chain("mile-sample", sample_parts, compute_sampling, directory)
     z = jnp.stack([jnp.asarray(d["z"]) for d in drawn])
@@ -405,8 +434,12 @@ def run_nuts_bde(
     widths = nets.check_widths(widths)
     x, y = check_xy(x_train, y_train, "nuts_bde", widths[0])
     n_chains = warm_starts["W0" if heteroscedastic else "log_sigma"].shape[0]
-    spec = models.MLP(widths, activation=activation, prior_scale=float(prior_scale),
-                      heteroscedastic=heteroscedastic)  # fmt: skip
+    spec = models.MLP(
+        widths,
+        activation=activation,
+        prior_scale=float(prior_scale),
+        heteroscedastic=heteroscedastic,
+    )
     return mcmc.nuts(
         rng_key,
         spec.model,

@@ -63,9 +63,11 @@ def predictive(spec: MLP, samples: Mapping, x) -> dict[str, np.ndarray]:
         return nets.mlp_apply(p, x, spec.activation, spec.output_scale)
 
     outputs = np.stack(  # chain by chain: the draws of one chain in one vmapped program
-        [np.asarray(jax.jit(jax.vmap(one))(jax.tree.map(lambda a, c=c: a[c], params)))
-         for c in range(lead[0])]
-    )  # fmt: skip
+        [
+            np.asarray(jax.jit(jax.vmap(one))(jax.tree.map(lambda a, c=c: a[c], params)))
+            for c in range(lead[0])
+        ]
+    )
     if spec.likelihood == "categorical":
         return {"probs": np.asarray(jax.nn.softmax(outputs, axis=-1))}
     if spec.heteroscedastic:
@@ -123,12 +125,20 @@ def run(
     if not points:
         raise ValueError("reference.run: points must name at least one set of inputs")
     samples, stats = mcmc.nuts(
-        rng_key, spec.model, spec.kwargs(x_train, y_train),
-        num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
-        thinning=num_samples // num_kept, chunk_size=chunk_size, cache=cache,
-        progress=progress, mesh=sharding.chain_mesh(devices),
-        target_acceptance_rate=target_acceptance_rate, max_num_doublings=max_num_doublings,
-    )  # fmt: skip
+        rng_key,
+        spec.model,
+        spec.kwargs(x_train, y_train),
+        num_chains=num_chains,
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        thinning=num_samples // num_kept,
+        chunk_size=chunk_size,
+        cache=cache,
+        progress=progress,
+        mesh=sharding.chain_mesh(devices),
+        target_acceptance_rate=target_acceptance_rate,
+        max_num_doublings=max_num_doublings,
+    )
     steps = np.asarray(stats["num_steps"])
     return {
         "predictive": {name: predictive(spec, samples, x) for name, x in points.items()},

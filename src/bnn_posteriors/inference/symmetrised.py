@@ -260,13 +260,30 @@ class SymmetrisedELBO(TraceMeanField_ELBO):
 
 @functools.partial(
     jax.jit,
-    static_argnames=("num_steps", "learning_rate", "num_particles", "num_perms", "init_scale",
-                     "spec", "by_site"),
-)  # fmt: skip
+    static_argnames=(
+        "num_steps",
+        "learning_rate",
+        "num_particles",
+        "num_perms",
+        "init_scale",
+        "spec",
+        "by_site",
+    ),
+)
 def _fit(
-    rng_key, x, y, mi_weight, *, num_steps, learning_rate, num_particles, num_perms, init_scale,
-    spec, by_site=False,
-):  # fmt: skip
+    rng_key,
+    x,
+    y,
+    mi_weight,
+    *,
+    num_steps,
+    learning_rate,
+    num_particles,
+    num_perms,
+    init_scale,
+    spec,
+    by_site=False,
+):
     """One run of the model ``spec`` (:class:`.models.MLP`): q (a :class:`.mean_field.MeanField`
     by layer, or by the model's sites if ``by_site``) and the losses (num_steps,)."""
     k_init, k_steps = jax.random.split(rng_key)
@@ -336,8 +353,12 @@ def fit_mean_field(
             )
     elif positive_int("num_perms", num_perms, where=where) < 2:
         raise ValueError(f"num_perms (K) must be at least 2, got {num_perms}")
-    for name, scale in (("learning_rate", learning_rate), ("prior_scale", prior_scale),
-                        ("noise_scale", noise_scale), ("init_scale", init_scale)):  # fmt: skip
+    for name, scale in (
+        ("learning_rate", learning_rate),
+        ("prior_scale", prior_scale),
+        ("noise_scale", noise_scale),
+        ("init_scale", init_scale),
+    ):
         if not (name == "noise_scale" and scale is None):
             validate.positive(name, scale, where=where)
     x, y = map(jnp.asarray, validate.check_xy(x, y, where=where, ndim=(2,)))
@@ -349,8 +370,13 @@ def fit_mean_field(
         raise ValueError(
             f"rng_keys {rng_keys.shape} and mi_weights {mi_weights.shape} need one row per run"
         )
-    spec = MLP(widths, likelihood, activation, prior_scale=float(prior_scale),
-               noise_scale=None if noise_scale is None else float(noise_scale))  # fmt: skip
+    spec = MLP(
+        widths,
+        likelihood,
+        activation,
+        prior_scale=float(prior_scale),
+        noise_scale=None if noise_scale is None else float(noise_scale),
+    )
     settings = dict(
         num_steps=num_steps,
         learning_rate=float(learning_rate),
@@ -379,8 +405,14 @@ def log_joint(
     """log p(y, ω | x) of the model (:class:`.models.MLP`) at one ω (an MLP parameter list),
     from the NumPyro model itself (:func:`numpyro.infer.util.log_density`)."""
     widths = (params[0]["W"].shape[0], *(layer["W"].shape[1] for layer in params))
-    spec = MLP(widths, likelihood, activation, bias="b" in params[0],
-               prior_scale=prior_scale, noise_scale=noise_scale)  # fmt: skip
+    spec = MLP(
+        widths,
+        likelihood,
+        activation,
+        bias="b" in params[0],
+        prior_scale=prior_scale,
+        noise_scale=noise_scale,
+    )
     return log_density(spec.model, (), spec.kwargs(x, y), nets.sites(params))[0]
 
 

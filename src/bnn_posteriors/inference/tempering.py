@@ -84,10 +84,14 @@ def model(
     if x.ndim != 2:
         raise ValueError(f"x must have shape (n, d), got {x.shape}")
     spec = models.MLP(
-        (int(x.shape[1]), width, positive_int("n_out", n_out)), likelihood, activation,
-        bias=False, prior_scale=prior_scale, noise_scale=noise_scale,
+        (int(x.shape[1]), width, positive_int("n_out", n_out)),
+        likelihood,
+        activation,
+        bias=False,
+        prior_scale=prior_scale,
+        noise_scale=noise_scale,
         output_scale=1.0 / width if output_scale is None else output_scale,
-    )  # fmt: skip
+    )
     kwargs = spec.kwargs(x, y)
     if subsample_size is not None:
         if likelihood != "categorical":
@@ -97,22 +101,30 @@ def model(
 
 
 def init_params(
-    rng_key, d_in: int, width: int, n_out: int = 1, *, prior_scale: float = 1.0,
+    rng_key,
+    d_in: int,
+    width: int,
+    n_out: int = 1,
+    *,
+    prior_scale: float = 1.0,
     init_scale: float = 1.0,
-) -> MeanField:  # fmt: skip
+) -> MeanField:
     """Initial q: hidden means b_j ~ P0 (a prior draw), output means a_j = 0, all sds
     ``init_scale · prior_scale``. Returns q as in the module docstring.
     """
-    d_in, width, n_out = (positive_int(k, v) for k, v in (("d_in", d_in), ("width", width),
-                                                          ("n_out", n_out)))  # fmt: skip
+    d_in, width, n_out = (
+        positive_int(k, v) for k, v in (("d_in", d_in), ("width", width), ("n_out", n_out))
+    )
     positive("prior_scale", prior_scale, where="init_params")
     positive("init_scale", init_scale, where="init_params")
     sd = init_scale * prior_scale
     return MeanField(
-        [{"W": prior_scale * jax.random.normal(rng_key, (d_in, width))},
-         {"W": jnp.zeros((width, n_out))}],
+        [
+            {"W": prior_scale * jax.random.normal(rng_key, (d_in, width))},
+            {"W": jnp.zeros((width, n_out))},
+        ],
         [{"W": jnp.full((d_in, width), sd)}, {"W": jnp.full((width, n_out), sd)}],
-    )  # fmt: skip
+    )
 
 
 def _check_q(q, where: str) -> None:
@@ -172,10 +184,16 @@ def fit_tempered(
 
     def one(key, eta, start, data):
         params, losses = vi.svi_steps(
-            key, model, _guide(start), {**fixed, **data}, num_steps=num_steps,
-            learning_rate=learning_rate, num_particles=num_particles, temperature=eta,
+            key,
+            model,
+            _guide(start),
+            {**fixed, **data},
+            num_steps=num_steps,
+            learning_rate=learning_rate,
+            num_particles=num_particles,
+            temperature=eta,
             init_params=mean_field.to_auto_normal(start),
-        )  # fmt: skip
+        )
         return mean_field.from_auto_normal(params, mlp=True), losses
 
     over_eta = jax.vmap(one, in_axes=(0, 0, None, None))
@@ -204,8 +222,9 @@ def mc_elbo_terms(rng_key, q: MeanField, model_kwargs: dict, eta=1.0, *, num_par
     # build the guide's prototype now, so that the ELBO's draws depend on rng_key alone
     numpyro.handlers.seed(guide, rng_seed=0)(**model_kwargs)
     guide = numpyro.handlers.scale(guide, scale=eta)
-    loss = TraceMeanField_ELBO(num_particles=positive_int("num_particles", num_particles),
-                               sum_sites=False)  # fmt: skip
+    loss = TraceMeanField_ELBO(
+        num_particles=positive_int("num_particles", num_particles), sum_sites=False
+    )
     per_site = loss.loss(rng_key, mean_field.to_auto_normal(q), model, guide, **model_kwargs)
     kl = sum(per_site[s] for s in SITES) / eta
     ell = -per_site["y"]
@@ -290,9 +309,14 @@ def gaussian_elbo_terms(
 
 
 def predict_probs(
-    rng_key, q: MeanField, x, *, num_samples: int = 32, output_scale: float | None = None,
+    rng_key,
+    q: MeanField,
+    x,
+    *,
+    num_samples: int = 32,
+    output_scale: float | None = None,
     activation: str = "relu",
-):  # fmt: skip
+):
     """Predictive class probabilities (1/S) Σ_s softmax(f_{w_s}(x)), w_s ~ q_θ: (n, d_out)."""
     _check_q(q, "predict_probs")
     width = jnp.shape(q.loc[0]["W"])[1]

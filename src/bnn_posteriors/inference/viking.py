@@ -123,8 +123,19 @@ def sample_parts(rng_key, projector, scale_kernel: float, scale_image: float, nu
     return sk * kernel, si * (eps - kernel)
 
 
-def negative_elbo(params: dict, rng_key, model_fn: Callable, x, y, *, kernel_dim, likelihood: str,
-                  noise_scale: float, num_mc_samples: int, kl_weight: float = 1.0):  # fmt: skip
+def negative_elbo(
+    params: dict,
+    rng_key,
+    model_fn: Callable,
+    x,
+    y,
+    *,
+    kernel_dim,
+    likelihood: str,
+    noise_scale: float,
+    num_mc_samples: int,
+    kl_weight: float = 1.0,
+):
     """−ELBO = E_q[−log p(y | f(X; θ̂) + J(θ − θ̂))] + β KL(q ‖ p), Monte Carlo in the first.
 
     β = ``kl_weight`` (1: the ELBO; the authors' ``examples/mnist.py`` uses β = 0.1).
@@ -200,9 +211,18 @@ def fit_viking(
     }
 
     def loss(p, key):
-        return negative_elbo(p, key, model_fn, x, y, kernel_dim=kernel_dim, likelihood=likelihood,
-                             noise_scale=noise_scale, num_mc_samples=num_mc_samples,
-                             kl_weight=kl_weight)  # fmt: skip
+        return negative_elbo(
+            p,
+            key,
+            model_fn,
+            x,
+            y,
+            kernel_dim=kernel_dim,
+            likelihood=likelihood,
+            noise_scale=noise_scale,
+            num_mc_samples=num_mc_samples,
+            kl_weight=kl_weight,
+        )
 
     keys = jax.random.split(rng_key, num_steps)
     run = jax.jit(lambda p, k: optim.minimise(loss, p, optax.adam(learning_rate), xs=k))

@@ -18,8 +18,9 @@ def _out_size(size: int, kernel: int, stride: int) -> int:
     return (size - kernel) // stride + 1
 
 
-def cnn_init(rng_key, image_size=28, channels=(6, 12), kernel=5, stride=2, hidden=(32, 32),
-             num_classes=10):  # fmt: skip
+def cnn_init(
+    rng_key, image_size=28, channels=(6, 12), kernel=5, stride=2, hidden=(32, 32), num_classes=10
+):
     """Draw CNN parameters with N(0, 1/fan_in) weights and zero biases."""
     if image_size < kernel or any(c < 1 for c in (*channels, *hidden, num_classes)):
         raise ValueError("image_size must be at least kernel and all widths positive")

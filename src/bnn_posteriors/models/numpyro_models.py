@@ -265,9 +265,14 @@ class MLP:
     def kwargs(self, x, y=None) -> dict:
         """Keyword arguments of :attr:`model` for data ``x`` (n, d_in) and ``y`` (n,)."""
         kwargs = dict(
-            x=x, y=y, widths=self.widths, activation=self.activation, bias=self.bias,
-            prior_scale=self.prior_scale, output_scale=self.output_scale,
-        )  # fmt: skip
+            x=x,
+            y=y,
+            widths=self.widths,
+            activation=self.activation,
+            bias=self.bias,
+            prior_scale=self.prior_scale,
+            output_scale=self.output_scale,
+        )
         if self.likelihood == "gaussian":
             kwargs["noise_scale"] = self.noise_scale
         if self.heteroscedastic:

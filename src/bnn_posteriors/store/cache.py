@@ -120,8 +120,11 @@ def function_name(fn: Callable) -> dict:
     """A stand-in for a function in a unit's ``parts``: its qualified name and, for a
     ``functools.partial``, its arguments (fingerprinted)."""
     if isinstance(fn, partial):
-        return {"func": function_name(fn.func), "args": fingerprint(fn.args),
-                "keywords": fingerprint(fn.keywords)}  # fmt: skip
+        return {
+            "func": function_name(fn.func),
+            "args": fingerprint(fn.args),
+            "keywords": fingerprint(fn.keywords),
+        }
     return {"func": f"{fn.__module__}.{fn.__qualname__}"}
 
 

@@ -22,8 +22,13 @@ from pathlib import Path
 from bnn_posteriors.store.committed import read_json, results_dir, write_json
 
 __all__ = [
-    "committed_dir", "committed_parts", "part_path", "read_part", "resumed_part", "write_part",
-]  # fmt: skip
+    "committed_dir",
+    "committed_parts",
+    "part_path",
+    "read_part",
+    "resumed_part",
+    "write_part",
+]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 

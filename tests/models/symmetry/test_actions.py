@@ -68,9 +68,13 @@ def test_permutation_moves_the_right_slots():
 @pytest.mark.parametrize("widths", WIDTHS)
 @pytest.mark.parametrize(
     ("op", "act", "invariant"),
-    [("rescale", "relu", True), ("flip", "tanh", True), ("rescale", "tanh", False),
-     ("flip", "relu", False)],
-)  # fmt: skip
+    [
+        ("rescale", "relu", True),
+        ("flip", "tanh", True),
+        ("rescale", "tanh", False),
+        ("flip", "relu", False),
+    ],
+)
 def test_rescale_and_flip_first_and_last_unit_of_every_layer(widths, op, act, invariant):
     params, x = setup(widths)
     for layer, width in hidden(widths):

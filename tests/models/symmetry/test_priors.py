@@ -81,8 +81,13 @@ def test_sign_flip_gap_is_zero(kind, scale):
     assert gap.shape == (50,)
     assert float(np.max(np.abs(gap))) < 1e-12
     # A non-symmetric change of the same entries does change the prior.
-    assert np.all(np.abs(symmetry.log_prior(theta, kind, scale) - symmetry.log_prior(
-        theta + 0.1 * signs, kind, scale)) > 1e-6)  # fmt: skip
+    assert np.all(
+        np.abs(
+            symmetry.log_prior(theta, kind, scale)
+            - symmetry.log_prior(theta + 0.1 * signs, kind, scale)
+        )
+        > 1e-6
+    )
 
 
 @pytest.mark.parametrize("signs", [[1, 0, -1], [1, 2, 1], [0.5, 1, 1]])

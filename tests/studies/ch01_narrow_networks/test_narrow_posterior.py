@@ -130,11 +130,17 @@ def test_hyperbola_parts_measure_each_clause_of_the_claim():
 def test_trap_summary_counts_runs_short_of_the_optimum():
     scan = {
         0.1: {"plain": np.array([0.0, 0.0]), "adjusted": np.array([0.5, 0.6]), "nu_star": 0.0},
-        1.0: {"plain": np.array([0.1, 0.7, 0.8]), "adjusted": np.array([0.7, 0.8, 0.9]),
-              "nu_star": 0.8},
-        2.0: {"plain": np.array([0.9, 0.9, 0.9]), "adjusted": np.array([0.9, 0.9, 0.3]),
-              "nu_star": 0.9},
-    }  # fmt: skip
+        1.0: {
+            "plain": np.array([0.1, 0.7, 0.8]),
+            "adjusted": np.array([0.7, 0.8, 0.9]),
+            "nu_star": 0.8,
+        },
+        2.0: {
+            "plain": np.array([0.9, 0.9, 0.9]),
+            "adjusted": np.array([0.9, 0.9, 0.3]),
+            "nu_star": 0.9,
+        },
+    }
     out = narrow_posterior.trap_summary(scan, 0.5, X, Y, SIGMA, jitter_ratio=1.5, eps=0.1)
     assert list(out["above"]) == [1.0, 2.0]
     assert out["progress"] == {1.0: pytest.approx(0.7 / 0.8), 2.0: pytest.approx(1.0)}
@@ -167,14 +173,21 @@ def test_convergence_gain_compares_where_plain_mfvi_is_trapped():
     def scan(plain_hi, adjusted_hi):
         return {
             0.1: {"plain": np.zeros(3), "adjusted": np.zeros(3), "nu_star": 0.0},
-            1.0: {"plain": np.array([0.1, 0.1, 0.8]), "adjusted": np.array([0.7, 0.8, 0.8]),
-                  "nu_star": 0.8},
-            2.0: {"plain": np.full(3, plain_hi), "adjusted": np.full(3, adjusted_hi),
-                  "nu_star": 0.9},
-        }  # fmt: skip
+            1.0: {
+                "plain": np.array([0.1, 0.1, 0.8]),
+                "adjusted": np.array([0.7, 0.8, 0.8]),
+                "nu_star": 0.8,
+            },
+            2.0: {
+                "plain": np.full(3, plain_hi),
+                "adjusted": np.full(3, adjusted_hi),
+                "nu_star": 0.9,
+            },
+        }
 
-    trap = narrow_posterior.trap_summary(scan(0.9, 0.3), 0.5, X, Y, SIGMA, jitter_ratio=1.5,
-                                         eps=0.1)  # fmt: skip
+    trap = narrow_posterior.trap_summary(
+        scan(0.9, 0.3), 0.5, X, Y, SIGMA, jitter_ratio=1.5, eps=0.1
+    )
     out = narrow_posterior.convergence_gain(trap)
     assert out["trapped"] == [1.0] and out["at"] == [1.0]  # plain median 0.1 < 0.8 / 2
     np.testing.assert_allclose(out["adjusted"], [1.0])  # out of the trap: >= 0.5 of nu*
@@ -187,8 +200,9 @@ def test_convergence_gain_compares_where_plain_mfvi_is_trapped():
     trap = narrow_posterior.trap_summary(no_trap, 0.5, X, Y, SIGMA, jitter_ratio=1.5, eps=0.1)
     out = narrow_posterior.convergence_gain(trap)
     assert out["trapped"] == [] and out["at"] == [1.0]
-    trap = narrow_posterior.trap_summary(scan(0.85, 0.3), 1.5, X, Y, SIGMA, jitter_ratio=1.5,
-                                         eps=0.1)  # fmt: skip
+    trap = narrow_posterior.trap_summary(
+        scan(0.85, 0.3), 1.5, X, Y, SIGMA, jitter_ratio=1.5, eps=0.1
+    )
     out = narrow_posterior.convergence_gain(trap)
     assert out["at"] == [2.0] and out["gain"][0] < 0 and out["adjusted"][0] < 0.5
     with pytest.raises(ValueError, match="trap_level"):

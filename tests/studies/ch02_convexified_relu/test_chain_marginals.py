@@ -47,16 +47,19 @@ def test_mixing_gate_fails_on_unmixed_chains_and_passes_on_mixed_ones():
     # independent draws. Both pass the dip test's bar or not by chance; only the gate tells.
     mixed = RNG.normal(size=(4, 400, 3))
     drifting = np.cumsum(RNG.normal(size=(4, 400, 3)), axis=1)
-    ess = {"mixed": diagnostics.within_chain_ess(mixed),
-           "drifting": diagnostics.within_chain_ess(drifting)}  # fmt: skip
+    ess = {
+        "mixed": diagnostics.within_chain_ess(mixed),
+        "drifting": diagnostics.within_chain_ess(drifting),
+    }
     assert ess["mixed"] > 100 > ess["drifting"]
     ok = chain_marginals.mixing_gate({"mixed": ess["mixed"]}, 100, 400)
     assert ok.passed and ok.why.startswith("the chains mix")
     bad = chain_marginals.mixing_gate(ess, 100, 400)
     assert not bad.passed and bad.why.startswith("the chains did not mix")
     assert "drifting: about" in bad.decide and "mixed: about" not in bad.decide
-    np.testing.assert_allclose(list(chain_marginals.gate_ess(bad.why).values()),
-                               [ess["mixed"], ess["drifting"]], atol=0.05)  # fmt: skip
+    np.testing.assert_allclose(
+        list(chain_marginals.gate_ess(bad.why).values()), [ess["mixed"], ess["drifting"]], atol=0.05
+    )
     with pytest.raises(ValueError, match="at least one"):
         chain_marginals.mixing_gate({}, 100, 400)
     with pytest.raises(ValueError, match="mixing gate"):

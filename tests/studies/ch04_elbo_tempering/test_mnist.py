@@ -71,14 +71,16 @@ def test_temperature_sweep_and_cross_fit_pool_every_image():
     x, y = tiny_images(n=30)
     x_tr, y_tr, x_te, y_te = x[:20], y[:20], x[20:], y[20:]
     etas = np.array([0.1, 1.0])
-    table, init = mnist.temperature_sweep(KEY, KEY, x_tr, y_tr, x_te, y_te, etas, init_scale=0.1,
-                                          ece_bins=5, **FIT)  # fmt: skip
+    table, init = mnist.temperature_sweep(
+        KEY, KEY, x_tr, y_tr, x_te, y_te, etas, init_scale=0.1, ece_bins=5, **FIT
+    )
     assert [r["eta"] for r in table] == [0.1, 1.0] and table[0]["probs"].shape == (10, 10)
     assert all(0.0 <= r["accuracy"] <= 1.0 and r["nll"] > 0 for r in table)
     assert init.loc[0]["W"].shape == (6, 4)
     first = {eta: r["probs"] for eta, r in zip((0.1, 1.0), table, strict=True)}
-    pooled, labels = mnist.cross_fit(KEY, KEY, x, y, init, (0.1, 1.0), first, n_test=10,
-                                     num_folds=3, **FIT)  # fmt: skip
+    pooled, labels = mnist.cross_fit(
+        KEY, KEY, x, y, init, (0.1, 1.0), first, n_test=10, num_folds=3, **FIT
+    )
     assert pooled[0.1].shape == (30, 10)
     np.testing.assert_array_equal(pooled[1.0][:10], table[1]["probs"])  # fold 0: the sweep's split
     np.testing.assert_array_equal(labels, np.concatenate([y[20:], y[10:20], y[:10]]))

@@ -13,8 +13,14 @@ from bnn_posteriors.inference.mean_field import MeanField
 from bnn_posteriors.studies.ch04_elbo_tempering import regression as study
 
 KEY = jax.random.PRNGKey(0)
-FIT = dict(noise_scale=1.0, prior_scale=1.0, init_scale=1.0, num_steps=20, learning_rate=0.03,
-           num_particles=1)  # fmt: skip
+FIT = dict(
+    noise_scale=1.0,
+    prior_scale=1.0,
+    init_scale=1.0,
+    num_steps=20,
+    learning_rate=0.03,
+    num_particles=1,
+)
 
 
 def table(d):
@@ -30,21 +36,28 @@ def fake_split(d=2, split=None, n_train=10):
     """
     x, y = table(d)
     order = np.arange(len(y)) if split is None else np.random.default_rng(split).permutation(20)
-    idx = {"train": order[:n_train], "val": order[n_train : n_train + 2],
-           "test": order[n_train + 2 : n_train + 5]}  # fmt: skip
+    idx = {
+        "train": order[:n_train],
+        "val": order[n_train : n_train + 2],
+        "test": order[n_train + 2 : n_train + 5],
+    }
     x_mean, x_std, y_mean, y_std = x.mean(0), x.std(0), float(y.mean()), float(y.std())
     xs, ys = (x - x_mean) / x_std, (y - y_mean) / y_std
     parts = {f"{v}_{k}": a[i] for k, i in idx.items() for v, a in (("x", xs), ("y", ys))}
-    split = data.Split("toy", "full", **parts, x_mean=x_mean, x_std=x_std, y_mean=y_mean,
-                       y_std=y_std, indices=idx)  # fmt: skip
+    split = data.Split(
+        "toy", "full", **parts, x_mean=x_mean, x_std=x_std, y_mean=y_mean, y_std=y_std, indices=idx
+    )
     return split, (x, y)
 
 
 def tiny_sets(monkeypatch):
     """Two data sets (d = 1 and d = 2) with two splits each, p = 10 training rows."""
     monkeypatch.setattr(study.data, "load_dataset", lambda name: table(len(name) - 2))
-    splits = {(name, r): fake_split(d=len(name) - 2, split=r)[0]
-              for r in range(2) for name in ("one", "four")}  # fmt: skip
+    splits = {
+        (name, r): fake_split(d=len(name) - 2, split=r)[0]
+        for r in range(2)
+        for name in ("one", "four")
+    }
     return study.regression_sets(splits)
 
 
@@ -105,8 +118,9 @@ def test_regression_sets_pad_to_the_widest_set(monkeypatch):
 
 
 def test_subsample_sizes_round_fractions_of_p():
-    np.testing.assert_array_equal(study.subsample_sizes(140, (0.125, 0.25, 0.5, 1.0)),
-                                  [18, 35, 70, 140])  # fmt: skip
+    np.testing.assert_array_equal(
+        study.subsample_sizes(140, (0.125, 0.25, 0.5, 1.0)), [18, 35, 70, 140]
+    )
 
 
 def test_padded_init_puts_padded_inputs_at_the_prior():
@@ -114,8 +128,9 @@ def test_padded_init_puts_padded_inputs_at_the_prior():
     ref = tempering.init_params(KEY, 4, 5, prior_scale=1.0, init_scale=0.5)
     np.testing.assert_array_equal(q.loc[0]["W"][:2], ref.loc[0]["W"][:2])
     np.testing.assert_array_equal(q.loc[0]["W"][2:], 0.0)
-    for a, b in zip(jax.tree.leaves((q.scale, q.loc[1])), jax.tree.leaves((ref.scale, ref.loc[1])),
-                    strict=True):  # fmt: skip
+    for a, b in zip(
+        jax.tree.leaves((q.scale, q.loc[1])), jax.tree.leaves((ref.scale, ref.loc[1])), strict=True
+    ):
         np.testing.assert_array_equal(a, b)
 
 
@@ -127,8 +142,9 @@ def fitted():
     """``(sets, fits, pad_dev)``: the tiny sets fitted at N = 4 with keys 1 (init) and 2 (fit)."""
     with pytest.MonkeyPatch.context() as mp:
         sets = tiny_sets(mp)
-    fits, pad_dev = study.fit_over_widths(jax.random.PRNGKey(1), jax.random.PRNGKey(2), sets,
-                                          (4,), tau=0.1, **FIT)  # fmt: skip
+    fits, pad_dev = study.fit_over_widths(
+        jax.random.PRNGKey(1), jax.random.PRNGKey(2), sets, (4,), tau=0.1, **FIT
+    )
     return sets, fits, pad_dev
 
 
@@ -141,20 +157,42 @@ def test_fit_over_widths_matches_a_direct_fit_with_the_same_keys(fitted):
     assert fits["four", 0]["rows"][0]["q"] is not None  # split 0 keeps its q
     # the same fit by hand: set k = 3, both temperatures, keys as documented
     keys = list(sets)
-    inits = [study.padded_init(jax.random.fold_in(jax.random.PRNGKey(1), 10 * 4 + k),
-                               sets[s]["d_in"], 3, 4, prior_scale=1.0, init_scale=1.0)
-             for k, s in enumerate(keys)]  # fmt: skip
+    inits = [
+        study.padded_init(
+            jax.random.fold_in(jax.random.PRNGKey(1), 10 * 4 + k),
+            sets[s]["d_in"],
+            3,
+            4,
+            prior_scale=1.0,
+            init_scale=1.0,
+        )
+        for k, s in enumerate(keys)
+    ]
     params, _ = tempering.fit_tempered(
         jax.random.fold_in(jax.random.PRNGKey(2), 4),
-        dict(x=jnp.stack([sets[s]["x"] for s in keys]), y=jnp.stack([sets[s]["y"] for s in keys]),
-             width=4, noise_scale=1.0, prior_scale=1.0),
+        dict(
+            x=jnp.stack([sets[s]["x"] for s in keys]),
+            y=jnp.stack([sets[s]["y"] for s in keys]),
+            width=4,
+            noise_scale=1.0,
+            prior_scale=1.0,
+        ),
         jax.tree.map(lambda *a: jnp.stack(a), *inits),
-        jnp.asarray([(1.0, 0.1 * 10 / 4)] * 4), num_steps=20, learning_rate=0.03,
-        num_particles=1, batched=("x", "y"),
-    )  # fmt: skip
+        jnp.asarray([(1.0, 0.1 * 10 / 4)] * 4),
+        num_steps=20,
+        learning_rate=0.03,
+        num_particles=1,
+        batched=("x", "y"),
+    )
     q = jax.tree.map(lambda v: v[3, 1], params)
-    terms = study.elbo_terms(q, sets["four", 1]["x"], sets["four", 1]["y"], eta=0.1 * 10 / 4,
-                             prior_scale=1.0, noise_scale=1.0)  # fmt: skip
+    terms = study.elbo_terms(
+        q,
+        sets["four", 1]["x"],
+        sets["four", 1]["y"],
+        eta=0.1 * 10 / 4,
+        prior_scale=1.0,
+        noise_scale=1.0,
+    )
     assert rows[1]["elbo"] == float(terms["elbo"]) and rows[1]["gap"] == float(terms["gap"])
 
 
@@ -165,8 +203,9 @@ def test_fit_over_p_reuses_the_full_fit_and_reads_back(fitted):
     assert set(by_p["one", 0]) == {5, 10}
     assert by_p["one", 0][10] is fits["one", 0]["rows"][1]
     kl = study.over_p(by_p, "one", "kl", ps)
-    assert kl.shape == (2,) and kl[1] == pytest.approx(np.mean([by_p["one", s][10]["kl"]
-                                                                for s in (0, 1)]))  # fmt: skip
+    assert kl.shape == (2,) and kl[1] == pytest.approx(
+        np.mean([by_p["one", s][10]["kl"] for s in (0, 1)])
+    )
     assert study.columns(fits, "one", "kl", True).shape == (2, 1)
     assert study.fitted_q(fits, "one", 4, True) is fits["one", 0]["rows"][1]["q"]
     with pytest.raises(ValueError, match="largest p"):
@@ -192,8 +231,9 @@ def test_prior_q_has_zero_kl():
 def test_mc_against_closed_form_agrees():
     mc, exact = study.mc_against_closed_form(KEY, width=16, n=10, num_particles=500)
     assert float(mc["kl"]) == pytest.approx(float(exact["kl"]), rel=1e-4)
-    assert float(mc["expected_log_lik"]) == pytest.approx(float(exact["expected_log_lik"]),
-                                                          rel=0.05)  # fmt: skip
+    assert float(mc["expected_log_lik"]) == pytest.approx(
+        float(exact["expected_log_lik"]), rel=0.05
+    )
 
 
 def fake_fits():
@@ -202,12 +242,24 @@ def fake_fits():
     for s, kl_1 in enumerate(((4.0, 1.0), (1.0, 2.0))):
         rows = []
         for n, k1 in zip((10, 100), kl_1, strict=True):
-            rows.append({"N": n, "tempered": False, "kl": k1, "rmse": 1.0 + 0.1 * s,
-                         "expected_loss": 5.0})  # fmt: skip
-            q = MeanField([{"W": jnp.zeros((3, n))}, {"W": jnp.zeros((n, 1))}],
-                          [{"W": jnp.ones((3, n))}, {"W": jnp.full((n, 1), 0.1)}])  # fmt: skip
-            rows.append({"N": n, "tempered": True, "kl": 0.1 * n, "rmse": 0.5, "gap": 2.0 / n,
-                         "expected_loss": 3.0, "q": q})  # fmt: skip
+            rows.append(
+                {"N": n, "tempered": False, "kl": k1, "rmse": 1.0 + 0.1 * s, "expected_loss": 5.0}
+            )
+            q = MeanField(
+                [{"W": jnp.zeros((3, n))}, {"W": jnp.zeros((n, 1))}],
+                [{"W": jnp.ones((3, n))}, {"W": jnp.full((n, 1), 0.1)}],
+            )
+            rows.append(
+                {
+                    "N": n,
+                    "tempered": True,
+                    "kl": 0.1 * n,
+                    "rmse": 0.5,
+                    "gap": 2.0 / n,
+                    "expected_loss": 3.0,
+                    "q": q,
+                }
+            )
         fits["set", s] = {"rows": rows, "rmse_prior": 1.0, "p": 20}
     return fits
 
@@ -224,9 +276,13 @@ def test_collapse_and_balance_summaries_by_hand():
 
 def test_gap_summary_and_term_slopes_by_hand():
     fits, widths = fake_fits(), np.array([10, 100])
-    by_p = {("set", s): {10: {"gap": 0.1, "kl": 1.0, "expected_loss": 1.0},
-                         20: {"gap": 0.2, "kl": 1.0, "expected_loss": 2.0}}
-            for s in (0, 1)}  # fmt: skip
+    by_p = {
+        ("set", s): {
+            10: {"gap": 0.1, "kl": 1.0, "expected_loss": 1.0},
+            20: {"gap": 0.2, "kl": 1.0, "expected_loss": 2.0},
+        }
+        for s in (0, 1)
+    }
     g = study.gap_summary(fits, by_p, "set", widths, np.array([10, 20]))
     assert g["slope"] == pytest.approx(-1.0) and g["p_slope"] == pytest.approx(1.0)
     np.testing.assert_allclose(g["scaled"], 2.0 / 20)
@@ -254,18 +310,31 @@ def test_draw_neurons_picks_columns_and_rows():
 def test_fixed_nu_terms_scale_by_construction():
     """Identical neurons: the KL is N times one neuron's and the gap falls exactly like 1/N."""
     rng = np.random.default_rng(0)
-    one = MeanField([{"W": rng.normal(size=(2, 1))}, {"W": np.ones((1, 1))}],
-                    [{"W": np.full((2, 1), 0.8)}, {"W": np.full((1, 1), 0.5)}])  # fmt: skip
+    one = MeanField(
+        [{"W": rng.normal(size=(2, 1))}, {"W": np.ones((1, 1))}],
+        [{"W": np.full((2, 1), 0.8)}, {"W": np.full((1, 1), 0.5)}],
+    )
 
     def repeat(layers):
-        return [{"W": jnp.asarray(np.repeat(layers[i]["W"], 3, axis=1 - i), jnp.float32)}
-                for i in (0, 1)]  # fmt: skip
+        return [
+            {"W": jnp.asarray(np.repeat(layers[i]["W"], 3, axis=1 - i), jnp.float32)}
+            for i in (0, 1)
+        ]
 
     q_nu = MeanField(repeat(one.loc), repeat(one.scale))
     x = tempering.augment(jnp.linspace(-1, 1, 8)[:, None])
     y = jnp.sin(x[:, 0])
-    out = study.fixed_nu_terms(KEY, q_nu, x, y, (4, 16, 64), np.array([4, 8]), num_draws=3,
-                               noise_scale=1.0, prior_scale=1.0)  # fmt: skip
+    out = study.fixed_nu_terms(
+        KEY,
+        q_nu,
+        x,
+        y,
+        (4, 16, 64),
+        np.array([4, 8]),
+        num_draws=3,
+        noise_scale=1.0,
+        prior_scale=1.0,
+    )
     kl_one = float(mean_field.kl_to_prior(jax.tree.map(jnp.asarray, one)))
     np.testing.assert_allclose(out["kl"], kl_one * np.array([4, 16, 64]), rtol=1e-5)
     assert study.loglog_slope([4, 16, 64], out["gap"]) == pytest.approx(-1.0, abs=1e-4)
@@ -320,13 +389,26 @@ def test_limit_values_read_a_limit_and_fail_on_a_tail_that_grows_or_stalls():
 
 def test_term_tails_and_the_gap_tail_by_hand():
     fits = fake_fits()
-    by_p = {("set", s): {10: {"gap": 0.1, "kl": 1.0, "expected_loss": 1.0},
-                         20: {"gap": 0.2, "kl": 1.0, "expected_loss": 2.0 * 2**0.5}}
-            for s in (0, 1)}  # fmt: skip
-    fits_3 = {key: {**f, "rows": [*f["rows"], *[{**r, "N": 1000, "kl": 10 * r["kl"],
-                                                   "gap": r.get("gap", 0.0) / 10}
-                                                  for r in f["rows"][2:]]]}
-              for key, f in fits.items()}  # a third width, N = 1000  # fmt: skip
+    by_p = {
+        ("set", s): {
+            10: {"gap": 0.1, "kl": 1.0, "expected_loss": 1.0},
+            20: {"gap": 0.2, "kl": 1.0, "expected_loss": 2.0 * 2**0.5},
+        }
+        for s in (0, 1)
+    }
+    fits_3 = {
+        key: {
+            **f,
+            "rows": [
+                *f["rows"],
+                *[
+                    {**r, "N": 1000, "kl": 10 * r["kl"], "gap": r.get("gap", 0.0) / 10}
+                    for r in f["rows"][2:]
+                ],
+            ],
+        }
+        for key, f in fits.items()
+    }  # a third width, N = 1000
     for s in (0, 1):
         by_p["set", s][40] = {"gap": 0.4, "kl": 1.0, "expected_loss": 4.0**1.5}  # D ∝ p^1.5
     widths_3, ps_3 = np.array([10, 100, 1000]), np.array([10, 20, 40])
@@ -348,5 +430,6 @@ def test_a_gap_falling_slower_than_one_over_n_fails_the_c45_reading():
     rng = np.random.default_rng(0)
     gaps = np.exp(rng.normal(0, 0.01, (8, 4))) * widths**-0.5  # 8 splits, gap ∝ N^-0.5
     assert study.upper_bound_reading(study.tail_slopes(widths, gaps), -0.8)["fails"]
-    assert study.upper_bound_reading(study.tail_slopes(widths, gaps * 30 / widths**0.5),
-                                     -0.8)["holds"]  # fmt: skip
+    assert study.upper_bound_reading(study.tail_slopes(widths, gaps * 30 / widths**0.5), -0.8)[
+        "holds"
+    ]

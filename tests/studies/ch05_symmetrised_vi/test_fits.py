@@ -52,9 +52,22 @@ def toy_fits():
     run_keys, lam = jnp.concatenate([keys, keys]), jnp.repeat(jnp.array([0.0, 1.0]), 2)
     fit = dict(num_steps=50, learning_rate=0.02, num_particles=1, init_scale=0.1)
     kw = dict(likelihood="gaussian", noise_scale=0.3)
-    fits = {w: sx.fit_width(run_keys, lam, x, y, jnp.concatenate([x_te, x_te[:3]]), y_te,
-                            jax.random.PRNGKey(3), width=w, fit=fit, eval_samples=16, **kw)
-            for w in (2, 3)}  # fmt: skip
+    fits = {
+        w: sx.fit_width(
+            run_keys,
+            lam,
+            x,
+            y,
+            jnp.concatenate([x_te, x_te[:3]]),
+            y_te,
+            jax.random.PRNGKey(3),
+            width=w,
+            fit=fit,
+            eval_samples=16,
+            **kw,
+        )
+        for w in (2, 3)
+    }
     return x, y, fits
 
 
@@ -98,9 +111,19 @@ def test_fit_width_with_sampled_permutations_beyond_the_exact_width():
     keys = jax.random.split(jax.random.PRNGKey(0), 1)
     fit = dict(num_steps=10, learning_rate=0.01, num_particles=1, init_scale=0.1, num_perms=4)
     width = permutations.MAX_EXACT_WIDTH + 2  # the exact I would refuse this width
-    r = sx.fit_width(jnp.concatenate([keys, keys]), jnp.array([0.0, 1.0]), x, y, x[:5], y[:5],
-                     jax.random.PRNGKey(1), width=width, fit=fit, eval_samples=8,
-                     likelihood="categorical")  # fmt: skip
+    r = sx.fit_width(
+        jnp.concatenate([keys, keys]),
+        jnp.array([0.0, 1.0]),
+        x,
+        y,
+        x[:5],
+        y[:5],
+        jax.random.PRNGKey(1),
+        width=width,
+        fit=fit,
+        eval_samples=8,
+        likelihood="categorical",
+    )
     assert r["mi"].shape == r["accuracy"].shape == (2,)
     assert np.all(r["mi"] >= 0) and np.all(r["mi"] <= math.log(4) + 1e-5)  # Î_K ≤ log K
     assert pruning.unit_pruning(r["q"])["pruned"].shape == (2,)

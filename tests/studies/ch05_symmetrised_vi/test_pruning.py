@@ -47,8 +47,12 @@ def test_unit_pruning_and_table():
     kl = np.asarray(mf.kl_per_unit(q)) / 5  # 2 + 1 + 2 parameters per unit
     np.testing.assert_allclose(out["kl_kept"], [kl[1:].mean()] * 2, rtol=1e-6)
     assert out["kl_kept"][0] > 1.0
-    none = pruning.unit_pruning(jax.tree.map(lambda v: v[None], mf.init(
-        jax.random.key(1), (2, 3, 2), loc_scale=10.0, init_scale=0.01)))  # fmt: skip
+    none = pruning.unit_pruning(
+        jax.tree.map(
+            lambda v: v[None],
+            mf.init(jax.random.key(1), (2, 3, 2), loc_scale=10.0, init_scale=0.01),
+        )
+    )
     assert none["pruned"][0] == 0 and np.isnan(none["kl_pruned"][0])
     table = pruning.pruning_table({3: out, 4: none})
     lines = table.splitlines()
@@ -66,12 +70,15 @@ def test_collapse_by_width_fits_the_slope_of_the_deficits():
     def fit(width, mi):  # two plain runs (first) and two symmetrised ones of one width
         q = mf.init(jax.random.key(width), (1, width, 1), init_scale=0.1)
         runs = jax.tree.map(lambda v: jnp.stack([v] * 4), q)
-        return dict(q=runs, mi=jnp.array([*mi, 0.0, 0.0]), elbo=jnp.arange(4.0),
-                    test_ll=jnp.full(4, -1.0))  # fmt: skip
+        return dict(
+            q=runs, mi=jnp.array([*mi, 0.0, 0.0]), elbo=jnp.arange(4.0), test_ll=jnp.full(4, -1.0)
+        )
 
     # deficits log H! - I: 0.1 and 0.3 at H = 2, 1.1 and 1.3 at H = 4 -> slope 0.5 per unit
-    fits = {2: fit(2, [math.log(2) - 0.1, math.log(2) - 0.3]),
-            4: fit(4, [math.log(24) - 1.1, math.log(24) - 1.3])}  # fmt: skip
+    fits = {
+        2: fit(2, [math.log(2) - 0.1, math.log(2) - 0.3]),
+        4: fit(4, [math.log(24) - 1.1, math.log(24) - 1.3]),
+    }
     out = pruning.collapse_by_width(fits, 2)
     np.testing.assert_allclose(out["per_width"][4]["deficit"], [1.1, 1.3], rtol=1e-5)
     np.testing.assert_allclose(out["per_width"][2]["elbo"], [0.0, 1.0])

@@ -21,19 +21,28 @@ def data(n=20):
 
 def test_identity_repeats_stack_the_repeats_with_their_own_keys():
     x, y = data()
-    reps = ss.identity_repeats(jax.random.key(2), Q, x, y, repeats=3, num_samples=200,
-                               fp_floor=1e-4, noise_scale=0.3)  # fmt: skip
+    reps = ss.identity_repeats(
+        jax.random.key(2), Q, x, y, repeats=3, num_samples=200, fp_floor=1e-4, noise_scale=0.3
+    )
     assert reps["z"].shape == (3,) and len(set(reps["mi"].tolist())) == 3
     first = sx.identity_test(jax.random.key(2), Q, x, y, num_samples=200, noise_scale=0.3)
     assert reps["gap"][0] == first["gap"]
-    second = sx.identity_test(jax.random.fold_in(jax.random.key(2), 1), Q, x, y,
-                              num_samples=200, noise_scale=0.3)  # fmt: skip
+    second = sx.identity_test(
+        jax.random.fold_in(jax.random.key(2), 1), Q, x, y, num_samples=200, noise_scale=0.3
+    )
     assert reps["mi"][1] == second["mi"]
 
 
 def test_mi_curves_rise_to_log_g_and_bound_i():
-    out = ss.mi_curves(jax.random.key(3), Q, width=3, separations=(0.0, 0.1, 30.0), ks=(2, 6),
-                       infonce_samples=200, num_samples=200)  # fmt: skip
+    out = ss.mi_curves(
+        jax.random.key(3),
+        Q,
+        width=3,
+        separations=(0.0, 0.1, 30.0),
+        ks=(2, 6),
+        infonce_samples=200,
+        num_samples=200,
+    )
     assert out["separation"].shape == (3, 2) and abs(out["separation"][0, 0]) < 1e-5
     assert out["separation"][-1, 0] == pytest.approx(math.log(6), abs=1e-3)
     assert out["unsaturated"] == 2 and out["step_z"].shape == (1,)
@@ -44,9 +53,17 @@ def test_mi_curves_rise_to_log_g_and_bound_i():
 def test_nuts_arrangements_summarise_the_chains():
     x, y = data(15)
     out = ss.nuts_arrangements(
-        jax.random.key(4), Q, x, y, width=3, num_chains=2, num_warmup=20, num_samples=10,
-        target_acceptance_rate=0.8, noise_scale=0.3,
-    )  # fmt: skip
+        jax.random.key(4),
+        Q,
+        x,
+        y,
+        width=3,
+        num_chains=2,
+        num_warmup=20,
+        num_samples=10,
+        target_acceptance_rate=0.8,
+        noise_scale=0.3,
+    )
     assert out["draws"]["W0"].shape == (2, 10, 1, 3)
     assert out["q_draws"][0]["W"].shape == out["qg_draws"][0]["W"].shape == (20, 1, 3)
     assert len(out["chain_modes"]) == 2 and all(0 <= m < 6 for m in out["chain_modes"])

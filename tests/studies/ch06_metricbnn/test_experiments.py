@@ -16,9 +16,17 @@ from bnn_posteriors.studies.ch06_metricbnn import experiments as mbx
 
 KEY = jax.random.PRNGKey(0)
 RELU = partial(nets.mlp_apply, activation_name="relu")
-WALK = partial(metricbnn.walk_and_embed, num_steps=5, drift=1e-2, ae_updates=20,
-               num_particles=2, latent_dim=3, hidden=(8,), ae_batch=8,
-               num_components=4)  # fmt: skip
+WALK = partial(
+    metricbnn.walk_and_embed,
+    num_steps=5,
+    drift=1e-2,
+    ae_updates=20,
+    num_particles=2,
+    latent_dim=3,
+    hidden=(8,),
+    ae_batch=8,
+    num_components=4,
+)
 
 
 def scaled_input(params, x):
@@ -29,8 +37,7 @@ def scaled_input(params, x):
 def linear_problem():
     x = jnp.array([[0.5], [1.0], [-1.5]])
     x_gap = jnp.array([[2.0], [-3.0]])
-    return mbx.GapRegression(x, 2 * x, x_gap, np.array([4.0, -6.0]), 0.5, lambda t: t,
-                             scaled_input)  # fmt: skip
+    return mbx.GapRegression(x, 2 * x, x_gap, np.array([4.0, -6.0]), 0.5, lambda t: t, scaled_input)
 
 
 def test_fan_in_scheme_scales_weights_and_zeroes_biases():
@@ -59,29 +66,43 @@ def snelson_like():
     x_gap = jnp.asarray([[2.5], [3.0]], jnp.float32)
     widths = (1, 8, 1)
     _, unravel = ravel_pytree(nets.mlp_init(KEY, widths, scheme="fan_in"))
-    return mbx.GapRegression(x, y, x_gap, np.sin(2 * np.asarray(x_gap[:, 0])), 0.3, unravel,
-                             RELU), widths  # fmt: skip
+    return mbx.GapRegression(
+        x, y, x_gap, np.sin(2 * np.asarray(x_gap[:, 0])), 0.3, unravel, RELU
+    ), widths
 
 
 def test_snelson_repeat_is_the_pipeline_then_the_metrics():
     problem, widths = snelson_like()
-    loss = metricbnn.refinement_loss(problem.unravel, RELU, problem.x, problem.y,
-                                     likelihood="gaussian", noise_scale=0.3)  # fmt: skip
+    loss = metricbnn.refinement_loss(
+        problem.unravel, RELU, problem.x, problem.y, likelihood="gaussian", noise_scale=0.3
+    )
     settings = dict(widths=widths, prior_precision=1.0, map_steps=50, map_learning_rate=1e-2)
-    out = mbx.snelson_repeat(KEY, problem, walk_fn=WALK, num_samples=16,
-                             refine_learning_rate=1e-3, **settings)  # fmt: skip
-    assert set(out) == {"gap NLL: Gaussian - latent", "mean loss ratio - 1",
-                        "max loss ratio - 1", "projected solutions: mean loss ratio - 1",
-                        "straightness"}  # fmt: skip
+    out = mbx.snelson_repeat(
+        KEY, problem, walk_fn=WALK, num_samples=16, refine_learning_rate=1e-3, **settings
+    )
+    assert set(out) == {
+        "gap NLL: Gaussian - latent",
+        "mean loss ratio - 1",
+        "max loss ratio - 1",
+        "projected solutions: mean loss ratio - 1",
+        "straightness",
+    }
     assert all(np.isfinite(v) for v in out.values())
     assert 0 < out["straightness"] <= 1 + 1e-6
     assert out["max loss ratio - 1"] >= out["mean loss ratio - 1"]
     # by hand: the same keys in the same order
     k_init, k_curv, k_walk, k_metrics = jax.random.split(KEY, 4)
     start = nets.mlp_init(k_init, widths, scheme="fan_in")
-    p, _ = map_estimate.train_map(start, problem.x, problem.y,
-                                  likelihood="gaussian", noise_scale=0.3, prior_precision=1.0,
-                                  num_steps=50, learning_rate=1e-2)  # fmt: skip
+    p, _ = map_estimate.train_map(
+        start,
+        problem.x,
+        problem.y,
+        likelihood="gaussian",
+        noise_scale=0.3,
+        prior_precision=1.0,
+        num_steps=50,
+        learning_rate=1e-2,
+    )
     th = ravel_pytree(p)[0]
     lr = metricbnn.stable_learning_rate(loss, th, k_curv, 1e-3)
     walk, latent, _ = WALK(k_walk, loss, th, learning_rate=lr)
@@ -91,14 +112,23 @@ def test_snelson_repeat_is_the_pipeline_then_the_metrics():
 
 def test_snelson_repeats_fold_in_the_index_and_resume_from_the_cache(tmp_path, monkeypatch):
     problem, widths = snelson_like()
-    settings = dict(walk_fn=WALK, widths=widths, prior_precision=1.0, map_steps=20,
-                    map_learning_rate=1e-2, refine_learning_rate=1e-3, num_samples=8)  # fmt: skip
+    settings = dict(
+        walk_fn=WALK,
+        widths=widths,
+        prior_precision=1.0,
+        map_steps=20,
+        map_learning_rate=1e-2,
+        refine_learning_rate=1e-3,
+        num_samples=8,
+    )
     plain = mbx.snelson_repeats(KEY, problem, [2, 5], **settings)
-    assert plain == [mbx.snelson_repeat(jax.random.fold_in(KEY, r), problem, **settings)
-                     for r in (2, 5)]  # fmt: skip
+    assert plain == [
+        mbx.snelson_repeat(jax.random.fold_in(KEY, r), problem, **settings) for r in (2, 5)
+    ]
     cached = mbx.snelson_repeats(KEY, problem, [2, 5], cache=tmp_path, **settings)
-    np.testing.assert_allclose([list(m.values()) for m in cached],
-                               [list(m.values()) for m in plain], rtol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        [list(m.values()) for m in cached], [list(m.values()) for m in plain], rtol=1e-6
+    )
     assert len(list((tmp_path / "mbnn-snelson-repeat").glob("*.npz"))) == 2
     # a second run reads every repeat from disk: nothing is computed
     monkeypatch.setattr(mbx, "snelson_repeat", lambda *a, **k: pytest.fail("recomputed"))
@@ -122,8 +152,17 @@ def test_uci_run_table_and_wins(monkeypatch):
         return x[:40], y[:40], None, None, x[40:], y[40:]
 
     monkeypatch.setattr(mbx.data, "load_uci_classification", fake_loader)
-    run = mbx.uci_run("toy", 0, KEY, hidden=(8,), prior_precision=1.0, map_steps=200,
-                      map_learning_rate=1e-2, num_samples=8, walk_fn=WALK)  # fmt: skip
+    run = mbx.uci_run(
+        "toy",
+        0,
+        KEY,
+        hidden=(8,),
+        prior_precision=1.0,
+        map_steps=200,
+        map_learning_rate=1e-2,
+        num_samples=8,
+        walk_fn=WALK,
+    )
     assert set(run) == {"LA", "Lin LA", "MetricBNN", "MAP"}
     assert all(np.isfinite(nll) and sec >= 0 for nll, sec in run.values())
     assert run["MAP"][0] < np.log(2) and run["MAP"][1] == 0.0
@@ -148,8 +187,9 @@ def test_uci_fit_probs_and_settings(monkeypatch, tiny_cfg):
     fit = mbx.uci_fit("toy", 0, KEY, **settings)
     n_params = sum(a.size for a in jax.tree.leaves(fit.params))
     assert {k: v.shape for k, v in fit.samples.items()} == {
-        "LA": (cfg.pred_samples, n_params), "MetricBNN": (cfg.pred_samples, n_params)
-    }  # fmt: skip
+        "LA": (cfg.pred_samples, n_params),
+        "MetricBNN": (cfg.pred_samples, n_params),
+    }
     assert set(fit.seconds) == {"LA", "Lin LA", "MetricBNN"} and fit.x_test.shape == (20, 2)
     probs = mbx.uci_probs(fit, x[:7])
     assert set(probs) == {"MAP", "LA", "Lin LA", "MetricBNN"}
@@ -168,9 +208,18 @@ def test_banana_entropies_shapes_and_bounds():
     x = jnp.asarray(rng.normal(size=(40, 2)), jnp.float32)
     y = jnp.asarray((x[:, 0] * x[:, 1] > 0).astype(np.int32))
     inputs = {"near": x[:5], "far": 10 * x[:3]}
-    ent = mbx.banana_entropies(list(jax.random.split(KEY, 4)), x, y, inputs, widths=(2, 6, 2),
-                               prior_precision=1.0, map_steps=100, map_learning_rate=1e-2,
-                               num_samples=8, walk_fn=WALK)  # fmt: skip
+    ent = mbx.banana_entropies(
+        list(jax.random.split(KEY, 4)),
+        x,
+        y,
+        inputs,
+        widths=(2, 6, 2),
+        prior_precision=1.0,
+        map_steps=100,
+        map_learning_rate=1e-2,
+        num_samples=8,
+        walk_fn=WALK,
+    )
     assert set(ent) == {"near", "far"} and set(ent["near"]) == {"LA", "Lin LA", "MetricBNN"}
     for where, xs in inputs.items():
         for values in ent[where].values():
@@ -182,10 +231,19 @@ def test_mnist_run_on_a_few_images():
     rng = np.random.default_rng(3)
     x = jnp.asarray(rng.uniform(size=(24, 784)), jnp.float32)
     y = jnp.asarray(np.arange(24) % 10)
-    nll, seconds, size = mbx.mnist_run(list(jax.random.split(KEY, 4)), x[:16], y[:16], x[16:],
-                                       np.asarray(y[16:]), prior_precision=1.0, map_steps=5,
-                                       map_learning_rate=1e-3, num_samples=4, refine_n=8,
-                                       walk_fn=WALK)  # fmt: skip
+    nll, seconds, size = mbx.mnist_run(
+        list(jax.random.split(KEY, 4)),
+        x[:16],
+        y[:16],
+        x[16:],
+        np.asarray(y[16:]),
+        prior_precision=1.0,
+        map_steps=5,
+        map_learning_rate=1e-3,
+        num_samples=4,
+        refine_n=8,
+        walk_fn=WALK,
+    )
     assert set(nll) == {"LA (last layer)", "Lin LA (last layer)", "MetricBNN", "MAP"}
     assert all(np.isfinite(v) and v > 0 for v in nll.values())
     assert set(seconds) == {"LA (last layer)", "MetricBNN"} and min(seconds.values()) >= 0
@@ -196,10 +254,18 @@ def synthetic_cost_terms(sizes, *, autoencoder, solutions, walk_per_param=0.0):
     """Term dicts shaped like cost.flops_against_depth's, with known forms in P."""
     from bnn_posteriors.evaluation import cost
 
-    return [({"ggn": 3.0 * p**2 + 5.0 * p, "eigh": cost.eigh_flops(p), "predictive": 2.0 * p**3},
-             {"walk": walk_per_param * p, "svd": cost.svd_flops(solutions, p) + 7.0 * p,
-              "autoencoder": autoencoder, "predictive": 11.0 * p})
-            for p in sizes]  # fmt: skip
+    return [
+        (
+            {"ggn": 3.0 * p**2 + 5.0 * p, "eigh": cost.eigh_flops(p), "predictive": 2.0 * p**3},
+            {
+                "walk": walk_per_param * p,
+                "svd": cost.svd_flops(solutions, p) + 7.0 * p,
+                "autoencoder": autoencoder,
+                "predictive": 11.0 * p,
+            },
+        )
+        for p in sizes
+    ]
 
 
 def test_flops_crossing_solves_the_extrapolated_counts():
@@ -240,8 +306,14 @@ def test_flops_crossing_is_nan_without_a_crossing_and_flags_a_wrong_form():
 
 def test_wins_over_counts_flip_when_the_methods_are_swapped():
     # C6.6's count on a deliberately broken table: MetricBNN's and the LA's labels swapped
-    table = [("a", "MetricBNN", 0.3), ("a", "LA", 0.6), ("b", "MetricBNN", 0.2), ("b", "LA", 0.7),
-             ("c", "MetricBNN", 0.5), ("c", "LA", 0.4)]  # fmt: skip
+    table = [
+        ("a", "MetricBNN", 0.3),
+        ("a", "LA", 0.6),
+        ("b", "MetricBNN", 0.2),
+        ("b", "LA", 0.7),
+        ("c", "MetricBNN", 0.5),
+        ("c", "LA", 0.4),
+    ]
     swap = {"MetricBNN": "LA", "LA": "MetricBNN"}
     broken = [(n, swap[m], v) for n, m, v in table]
     names = ("a", "b", "c")
@@ -273,8 +345,12 @@ def test_walker_binds_the_settings_of_alg_1(tiny_cfg):
 def test_cost_summary_growth_ratio_and_crossing(tiny_cfg):
     sizes = [100, 200, 300, 400]
     terms = synthetic_cost_terms(sizes, autoencoder=1e11, solutions=6, walk_per_param=1e3)
-    rows = {"depth": [1, 2, 3, 4], "P": sizes, "LA": [sum(t[0].values()) for t in terms],
-            "MetricBNN": [sum(t[1].values()) for t in terms]}  # fmt: skip
+    rows = {
+        "depth": [1, 2, 3, 4],
+        "P": sizes,
+        "LA": [sum(t[0].values()) for t in terms],
+        "MetricBNN": [sum(t[1].values()) for t in terms],
+    }
     out = mbx.cost_summary(rows, terms, tiny_cfg(num_particles=2, cost_steps=3))
     assert out["growth"]["LA"] == pytest.approx(rows["LA"][-1] / rows["LA"][0])
     np.testing.assert_allclose(out["ratio"], np.divide(rows["MetricBNN"], rows["LA"]))

@@ -74,8 +74,9 @@ def test_per_map_metrics_summaries_and_table(run_and_keys):
     # the run's Gaussian of the solutions is computed once and is the one computed here
     assert run.gaussian is run.gaussian
     args = (keys["repeats"], run.theta_map, run.paths, run.latent, run.problem)
-    shared = mbx.latent_posterior_metrics(*args, num_samples=cfg.pred_samples,
-                                          gaussian=run.gaussian)  # fmt: skip
+    shared = mbx.latent_posterior_metrics(
+        *args, num_samples=cfg.pred_samples, gaussian=run.gaussian
+    )
     assert shared == first
     wider = (run.gaussian[0], 3 * run.gaussian[1])  # a wrong Gaussian changes the gap NLL
     other = mbx.latent_posterior_metrics(*args, num_samples=cfg.pred_samples, gaussian=wider)

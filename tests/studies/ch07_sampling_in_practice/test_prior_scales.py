@@ -110,8 +110,13 @@ def test_the_command_writes_cells_and_resumes(tmp_path, monkeypatch, capsys):
 
     def cell(s, **kw):  # the command's part: writing and resuming (cells: the tests above)
         computed.append(s)
-        return {"settings": s, "lppd": [-1.0], "rmse": [0.5], "chain_lppd": [[-1.0]] * 2,
-                "wall_s": 0.25}  # fmt: skip
+        return {
+            "settings": s,
+            "lppd": [-1.0],
+            "rmse": [0.5],
+            "chain_lppd": [[-1.0]] * 2,
+            "wall_s": 0.25,
+        }
 
     monkeypatch.setattr(study, "prior_scale_cell", cell)
     argv = ["prior-scales", "--datasets", "energy", "--depths", "1", "--out", str(tmp_path)]

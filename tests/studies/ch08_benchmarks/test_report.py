@@ -20,8 +20,12 @@ def _summary(datasets=("airfoil", "energy")):
     """A summary whose LPPDs are known: BDE(10) 1.0, BDE(1) 0.5, DE 0.2, baselines 0.1/0.3."""
     out = {}
     for d in datasets:
-        base = {"lppd": (0.1, 0.01, 3), "lppd_val_noise": (0.3, 0.02, 3), "rmse": (0.2, 0.0, 3),
-                "lppd_authors": (-1.0, 0.0, 3)}  # fmt: skip
+        base = {
+            "lppd": (0.1, 0.01, 3),
+            "lppd_val_noise": (0.3, 0.02, 3),
+            "rmse": (0.2, 0.0, 3),
+            "lppd_authors": (-1.0, 0.0, 3),
+        }
         out[d] = {
             "laplace": dict(base),
             "mfvi": {**base, "lppd_val_noise": (0.25, 0.0, 3)},
@@ -30,7 +34,7 @@ def _summary(datasets=("airfoil", "energy")):
                 "lppd": (0.5, 0.1, 3),
                 "lppd_single_chain_mean": (0.4, 0.1, 3),
                 "rmse": (0.1, 0.0, 3),
-            },  # fmt: skip
+            },
             "bde10": {"lppd": (1.0, 0.1, 3), "rmse": (0.1, 0.01, 3)},
         }
     return out
@@ -66,15 +70,22 @@ def test_authors_gaps_against_the_reference():
 
 
 def _row(dataset, split, unit, wall, tuning=100, lppd=0.5):
-    return {"dataset": dataset, "split": split, "unit": unit, "wall_s": wall,
-            "settings": {"tuning_steps": tuning, "sampling_steps": 10},
-            "metrics": {"bde10": {"lppd": lppd, "rmse": 0.1}}}  # fmt: skip
+    return {
+        "dataset": dataset,
+        "split": split,
+        "unit": unit,
+        "wall_s": wall,
+        "settings": {"tuning_steps": tuning, "sampling_steps": 10},
+        "metrics": {"bde10": {"lppd": lppd, "rmse": 0.1}},
+    }
 
 
 def test_wall_times_and_cost_table():
     rows = [_row("airfoil", 1, "laplace", 2.0), _row("airfoil", 1, "mile", 10.0)]
-    assert benchmark_report.wall_times(rows) == {"laplace": {"airfoil": [2.0]},
-                                                 "mile": {"airfoil": [10.0]}}  # fmt: skip
+    assert benchmark_report.wall_times(rows) == {
+        "laplace": {"airfoil": [2.0]},
+        "mile": {"airfoil": [10.0]},
+    }
     table = benchmark_report.cost_table(rows)
     assert table.splitlines()[2] == "| laplace | 1 | 2.0 | 2.0 |"
 
@@ -106,8 +117,9 @@ def test_tables_are_markdown_with_the_computed_values():
     authors = benchmark_report.authors_table(summary, ["energy"])
     assert "| energy | DE(10) | -0.500 | 1.561 | 0.200 | 0.300 |" in authors
     keys = ("map_steps", "splits")
-    settings = benchmark_report.settings_table(keys, {"map_steps": 5, "splits": (1,)},
-                                               {"map_steps": 1, "splits": (1,)})  # fmt: skip
+    settings = benchmark_report.settings_table(
+        keys, {"map_steps": 5, "splits": (1,)}, {"map_steps": 1, "splits": (1,)}
+    )
     assert "| map_steps | 10000 | 5 | 1 |" in settings and "| splits | (1, 2, 3) |" in settings
 
 
@@ -129,11 +141,15 @@ def test_figures_draw_every_panel():
 
 
 def test_complete_units_leave_out_units_missing_a_split():
-    rows = [_row("energy", k, "mile", 1.0) for k in (1, 2, 3)] + [
-        _row("airfoil", k, u, 1.0) for k in (1, 2) for u in ("mile", "laplace")
-    ] + [_row("airfoil", 3, "laplace", 1.0)]  # fmt: skip
+    rows = (
+        [_row("energy", k, "mile", 1.0) for k in (1, 2, 3)]
+        + [_row("airfoil", k, u, 1.0) for k in (1, 2) for u in ("mile", "laplace")]
+        + [_row("airfoil", 3, "laplace", 1.0)]
+    )
     kept = benchmark_report.complete_units(rows, (1, 2, 3))
     assert sorted({(r["dataset"], r["unit"]) for r in kept}) == [
-        ("airfoil", "laplace"), ("energy", "mile")]  # fmt: skip
+        ("airfoil", "laplace"),
+        ("energy", "mile"),
+    ]
     assert len(kept) == 6
     assert benchmark_report.complete_units(rows, (1,)) == [dict(r) for r in rows if r["split"] == 1]

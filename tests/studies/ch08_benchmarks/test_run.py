@@ -131,8 +131,16 @@ def _fake_split(n=40, d=2, seed=0):
     y = np.tanh(x[:, 0]) + 0.1 * rng.normal(size=n)
     idx = {"train": np.arange(0, 28), "val": np.arange(28, 32), "test": np.arange(32, n)}
     parts = {f"{v}_{k}": a[i] for k, i in idx.items() for v, a in (("x", x), ("y", y))}
-    return data.Split("fake", "full", **parts, x_mean=np.zeros(d), x_std=np.ones(d),
-                      y_mean=0.0, y_std=1.0, indices=idx)  # fmt: skip
+    return data.Split(
+        "fake",
+        "full",
+        **parts,
+        x_mean=np.zeros(d),
+        x_std=np.ones(d),
+        y_mean=0.0,
+        y_std=1.0,
+        indices=idx,
+    )
 
 
 CFG = {
@@ -219,8 +227,7 @@ def test_run_table_writes_and_reads_results(fake_data, monkeypatch):
 
     monkeypatch.setitem(benchmark._COMPUTE, "mfvi", fake)
     out = fake_data / "results"
-    rows = benchmark.run_table(CFG, splits=(1, 2), units=("mfvi",), results_dir=out,
-                               progress=False)  # fmt: skip
+    rows = benchmark.run_table(CFG, splits=(1, 2), units=("mfvi",), results_dir=out, progress=False)
     assert [r["split"] for r in rows] == [1, 2]
     record = json.loads(benchmark.result_path(out, "airfoil", 2, "mfvi").read_text())
     assert {"provenance", "settings", "wall_s", "metrics"} <= set(record)
@@ -231,8 +238,9 @@ def test_run_table_writes_and_reads_results(fake_data, monkeypatch):
     path = benchmark.result_path(out, "airfoil", 2, "mfvi")
     stamp = path.stat().st_mtime_ns
     monkeypatch.setitem(benchmark._COMPUTE, "mfvi", lambda *a: pytest.fail("recomputed"))
-    again = benchmark.run_table(CFG, splits=(1, 2), units=("mfvi",), results_dir=out,
-                                progress=False, skip_existing=True)  # fmt: skip
+    again = benchmark.run_table(
+        CFG, splits=(1, 2), units=("mfvi",), results_dir=out, progress=False, skip_existing=True
+    )
     assert all(r["cached"] for r in again) and path.stat().st_mtime_ns == stamp
     assert [r["metrics"] for r in again] == [r["metrics"] for r in rows]
     with pytest.raises(ValueError, match="unknown unit"):

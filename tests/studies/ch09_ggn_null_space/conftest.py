@@ -19,9 +19,17 @@ def tiny_toy_fit():
         rng = np.random.default_rng(0)
         x = np.concatenate([rng.uniform(-2, -0.5, 10), rng.uniform(0.5, 2, 10)])[:, None]
         xg = np.linspace(-0.4, 0.4, 5)[:, None]
-        return study.fit("toy", x, np.sin(2 * x[:, 0]), xg, np.sin(2 * xg[:, 0]),
-                         rng_key=jax.random.PRNGKey(0), hidden=hidden, cfg=cfg,
-                         noise_scale=0.3)  # fmt: skip
+        return study.fit(
+            "toy",
+            x,
+            np.sin(2 * x[:, 0]),
+            xg,
+            np.sin(2 * xg[:, 0]),
+            rng_key=jax.random.PRNGKey(0),
+            hidden=hidden,
+            cfg=cfg,
+            noise_scale=0.3,
+        )
 
     yield fit
     jax.config.update("jax_enable_x64", False)

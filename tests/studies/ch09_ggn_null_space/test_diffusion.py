@@ -17,10 +17,16 @@ from bnn_posteriors.studies.ch09_ggn_null_space import diffusion, figures
 matplotlib.use("Agg")
 
 CFG = types.SimpleNamespace(
-    activation="tanh", map_prior_precision=1.0, map_learning_rate=1e-2, map_steps=300,
-    pred_samples=20, kernel_rtol=1e-6, diffusion_steps=3, diffusion_samples=12,
+    activation="tanh",
+    map_prior_precision=1.0,
+    map_learning_rate=1e-2,
+    map_steps=300,
+    pred_samples=20,
+    kernel_rtol=1e-6,
+    diffusion_steps=3,
+    diffusion_samples=12,
     diffusion_max_rank=1000,
-)  # fmt: skip
+)
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +60,15 @@ def test_diffusion_study_scores_every_method_and_the_grid(toy, projected):
     assert "Laplace diffusion" in evidence[0].table
     tr = scores[("Laplace diffusion", "train")][1] - scores[("sampled LA", "train")][1]
     assert evidence[0].value == [pytest.approx(tr)]
-    fig = figures.bands(toy, grid, result["grid_mean"], result["grid_sd"],
-                        jax.random.PRNGKey(2), 10, label="Laplace diffusion")  # fmt: skip
+    fig = figures.bands(
+        toy,
+        grid,
+        result["grid_mean"],
+        result["grid_sd"],
+        jax.random.PRNGKey(2),
+        10,
+        label="Laplace diffusion",
+    )
     assert fig.axes[3].get_title() == "Laplace diffusion"
 
 
@@ -70,14 +83,20 @@ def test_unprojected_steps_underfit(toy, projected):
 
 def test_evidence_fails_when_the_diffusion_is_no_better_than_sampled_la():
     same = {(m, p): (0.5, 1.0) for m in diffusion.METHODS for p in ("train", "test")}
-    worse = {**same, ("Laplace diffusion", "train"): (0.9, 2.0),
-             ("Laplace diffusion", "test"): (0.9, 3.0)}  # fmt: skip
+    worse = {
+        **same,
+        ("Laplace diffusion", "train"): (0.9, 2.0),
+        ("Laplace diffusion", "test"): (0.9, 3.0),
+    }
     for scores in (same, worse):
         result = {"scores": {"toy": scores}, "ranks": {"toy": 3}}
         nll, lppd = diffusion.diffusion_evidence(result, CFG)
         assert not _passes(nll) and not _passes(lppd)
-    better = {**same, ("Laplace diffusion", "train"): (0.4, 0.5),
-              ("Laplace diffusion", "test"): (0.4, 0.8)}  # fmt: skip
+    better = {
+        **same,
+        ("Laplace diffusion", "train"): (0.4, 0.5),
+        ("Laplace diffusion", "test"): (0.4, 0.8),
+    }
     nll, lppd = diffusion.diffusion_evidence({"scores": {"toy": better}, "ranks": {"toy": 3}}, CFG)
     assert _passes(nll) and _passes(lppd)
 
@@ -87,8 +106,9 @@ def test_a_fit_above_the_rank_cap_is_left_out_and_named(toy, monkeypatch):
     at_k = types.SimpleNamespace(**{**vars(CFG), "diffusion_max_rank": k})
     wide = dataclasses.replace(toy, name="wide")
     rank = diffusion.diffusion_rank
-    monkeypatch.setattr(diffusion, "diffusion_rank",
-                        lambda f: k + 5 if f.name == "wide" else rank(f))  # fmt: skip
+    monkeypatch.setattr(
+        diffusion, "diffusion_rank", lambda f: k + 5 if f.name == "wide" else rank(f)
+    )
     with pytest.raises(ValueError, match="every fit's rank exceeds"):
         diffusion.diffusion_study([wide], jax.random.PRNGKey(1), at_k)
     result = diffusion.diffusion_study([toy, wide], jax.random.PRNGKey(1), at_k)

@@ -16,13 +16,31 @@ from bnn_posteriors.studies.ch09_ggn_null_space import figures, study
 matplotlib.use("Agg")
 
 CFG = types.SimpleNamespace(
-    rank_widths=(2, 4, 2), rank_points=(1, 3, 12), activation="tanh", toy_widths=(1, 8, 1),
-    toy_noise_scale=0.3, uci_names=("yacht",), uci_hidden=(8,), uci_noise_scale=0.3,
-    map_prior_precision=1.0, map_learning_rate=1e-2, map_steps=300, pred_samples=20,
-    ap_batch_size=5, ap_sweeps=4, ap_vectors=2, ap_tolerance=0.5, residual_tolerance=1e-6,
-    kernel_rtol=1e-6, sd_ratio=10.0,
-    underfit_ratio=1.0, slq_matvecs=10, slq_probes=20, slq_tolerance=0.2, alpha_tolerance=0.5,
-)  # fmt: skip
+    rank_widths=(2, 4, 2),
+    rank_points=(1, 3, 12),
+    activation="tanh",
+    toy_widths=(1, 8, 1),
+    toy_noise_scale=0.3,
+    uci_names=("yacht",),
+    uci_hidden=(8,),
+    uci_noise_scale=0.3,
+    map_prior_precision=1.0,
+    map_learning_rate=1e-2,
+    map_steps=300,
+    pred_samples=20,
+    ap_batch_size=5,
+    ap_sweeps=4,
+    ap_vectors=2,
+    ap_tolerance=0.5,
+    residual_tolerance=1e-6,
+    kernel_rtol=1e-6,
+    sd_ratio=10.0,
+    underfit_ratio=1.0,
+    slq_matvecs=10,
+    slq_probes=20,
+    slq_tolerance=0.2,
+    alpha_tolerance=0.5,
+)
 
 
 def _toy_data(n=20, seed=0):
@@ -36,8 +54,9 @@ def _toy_data(n=20, seed=0):
 def toy():
     jax.config.update("jax_enable_x64", True)
     x, y, xg, yg = _toy_data()
-    f = study.fit("toy", x, y, xg, yg, rng_key=jax.random.PRNGKey(0), hidden=(8,), cfg=CFG,
-                  noise_scale=0.3)  # fmt: skip
+    f = study.fit(
+        "toy", x, y, xg, yg, rng_key=jax.random.PRNGKey(0), hidden=(8,), cfg=CFG, noise_scale=0.3
+    )
     yield f
     jax.config.update("jax_enable_x64", False)
 
@@ -51,8 +70,9 @@ def test_fit_gives_the_map_laplace_and_the_kernel(toy):
 
 def test_toy_and_uci_fits_use_their_loaders(monkeypatch, toy):
     monkeypatch.setattr(loaders, "load_snelson", lambda in_between: _toy_data())
-    split = types.SimpleNamespace(**dict(zip(("x_train", "y_train", "x_test", "y_test"),
-                                             _toy_data(), strict=True)))  # fmt: skip
+    split = types.SimpleNamespace(
+        **dict(zip(("x_train", "y_train", "x_test", "y_test"), _toy_data(), strict=True))
+    )
     monkeypatch.setattr(loaders, "load_split", lambda name, seed: split)
     assert study.toy_fit(jax.random.PRNGKey(0), CFG).name == "toy"
     key = jax.random.PRNGKey(0)
@@ -78,16 +98,23 @@ def test_rank_study_and_evidence(toy):
 
 
 def test_rank_evidence_fails_on_a_rank_above_no():
-    broken = {"N": np.array([1]), "NO": np.array([2]), "P": np.array([10]),
-              "rank_ggn": np.array([3]), "rank_J": np.array([3]), "dim_ker": np.array([7]),
-              "rank_hessian": np.array([5])}  # fmt: skip
+    broken = {
+        "N": np.array([1]),
+        "NO": np.array([2]),
+        "P": np.array([10]),
+        "rank_ggn": np.array([3]),
+        "rank_J": np.array([3]),
+        "dim_ker": np.array([7]),
+        "rank_hessian": np.array([5]),
+    }
     assert not all(study.rank_evidence(broken).value)
 
 
 def test_underfitting_evidence(toy):
     scores = study.predictive_scores(toy, jax.random.PRNGKey(2), 10)
-    assert set(scores) == {(m, p) for m in ("MAP", "sampled LA", "linearised LA")
-                           for p in ("train", "test")}  # fmt: skip
+    assert set(scores) == {
+        (m, p) for m in ("MAP", "sampled LA", "linearised LA") for p in ("train", "test")
+    }
     np.testing.assert_allclose(scores[("MAP", "train")][0], scores[("linearised LA", "train")][0])
     change = study.kernel_image_change(toy, jax.random.PRNGKey(3), 10)
     assert set(change) == {"full", "kernel", "image"} and all(v >= 0 for v in change.values())
@@ -140,8 +167,15 @@ def test_mnist_fit_is_a_categorical_fit_of_the_downscaled_images(monkeypatch, to
     labels = np.arange(40, dtype=np.int32) % 10
     split = (images[:30], labels[:30], images[30:], labels[30:])
     monkeypatch.setattr(loaders, "load_mnist_subset", lambda seed, n_test: split)
-    cfg = types.SimpleNamespace(**{**vars(CFG), "mnist_n_train": 10, "mnist_n_test": 10,
-                                   "mnist_hidden": (4,), "mnist_activation": "gelu"})  # fmt: skip
+    cfg = types.SimpleNamespace(
+        **{
+            **vars(CFG),
+            "mnist_n_train": 10,
+            "mnist_n_test": 10,
+            "mnist_hidden": (4,),
+            "mnist_activation": "gelu",
+        }
+    )
     f = study.mnist_fit(jax.random.PRNGKey(0), cfg, seed=0)
     assert (f.name, f.likelihood, f.activation) == ("mnist", "categorical", "gelu")
     assert f.x.shape == (10, study.MNIST_SIDE**2) and f.x_test.shape == (10, 64)

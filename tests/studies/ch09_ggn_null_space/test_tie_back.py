@@ -16,11 +16,25 @@ from bnn_posteriors.studies.ch06_metricbnn import experiments as ch6
 from bnn_posteriors.studies.ch09_ggn_null_space import study, tie_back
 
 CFG6 = types.SimpleNamespace(
-    uci_hidden=(4,), prior_precision=1.0, uci_map_steps=50, map_learning_rate=1e-2,
-    pred_samples=6, uci_steps=3, uci_drift=0.1, uci_ae_updates=2, refine_learning_rate=1e-3,
-    num_refine=2, num_particles=2, latent_dim=2, ae_hidden=(8,), ae_batch=4,
-    ae_learning_rate=1e-3, lam_plus=1.0, lam_minus=1.0, ae_components=3,
-)  # fmt: skip
+    uci_hidden=(4,),
+    prior_precision=1.0,
+    uci_map_steps=50,
+    map_learning_rate=1e-2,
+    pred_samples=6,
+    uci_steps=3,
+    uci_drift=0.1,
+    uci_ae_updates=2,
+    refine_learning_rate=1e-3,
+    num_refine=2,
+    num_particles=2,
+    latent_dim=2,
+    ae_hidden=(8,),
+    ae_batch=4,
+    ae_learning_rate=1e-3,
+    lam_plus=1.0,
+    lam_minus=1.0,
+    ae_components=3,
+)
 
 
 def _classes(name, seed):
@@ -65,10 +79,24 @@ def test_kernel_split_of_a_linear_model_has_no_kernel_change():
 def test_kernel_split_is_c92s_split():
     rng = np.random.default_rng(1)
     x = rng.uniform(-2, 2, (12, 1))
-    cfg = types.SimpleNamespace(map_prior_precision=1.0, activation="tanh", map_steps=100,
-                                map_learning_rate=1e-2, kernel_rtol=1e-6)  # fmt: skip
-    f = study.fit("toy", x, np.sin(x[:, 0]), x[:3], np.sin(x[:3, 0]), rng_key=jax.random.PRNGKey(0),
-                  hidden=(6,), cfg=cfg, noise_scale=0.3)  # fmt: skip
+    cfg = types.SimpleNamespace(
+        map_prior_precision=1.0,
+        activation="tanh",
+        map_steps=100,
+        map_learning_rate=1e-2,
+        kernel_rtol=1e-6,
+    )
+    f = study.fit(
+        "toy",
+        x,
+        np.sin(x[:, 0]),
+        x[:3],
+        np.sin(x[:3, 0]),
+        rng_key=jax.random.PRNGKey(0),
+        hidden=(6,),
+        cfg=cfg,
+        noise_scale=0.3,
+    )
     key = jax.random.PRNGKey(1)
     expected = study.kernel_image_change(f, key, 5)
     delta = f.posterior.sample(key, 5) - f.theta
@@ -82,12 +110,18 @@ def test_uci_samples_gives_chapter_6s_test_nlls(fake_uci):
     run = tie_back.uci_samples("glass", 0, key, CFG6)
     walk = ch6.walker(CFG6)
     reference = ch6.uci_run(
-        "glass", 0, key, hidden=CFG6.uci_hidden, prior_precision=CFG6.prior_precision,
-        map_steps=CFG6.uci_map_steps, map_learning_rate=CFG6.map_learning_rate,
+        "glass",
+        0,
+        key,
+        hidden=CFG6.uci_hidden,
+        prior_precision=CFG6.prior_precision,
+        map_steps=CFG6.uci_map_steps,
+        map_learning_rate=CFG6.map_learning_rate,
         num_samples=CFG6.pred_samples,
-        walk_fn=lambda *a, **k: walk(*a, num_steps=CFG6.uci_steps, drift=CFG6.uci_drift,
-                                     ae_updates=CFG6.uci_ae_updates, **k),
-    )  # fmt: skip
+        walk_fn=lambda *a, **k: walk(
+            *a, num_steps=CFG6.uci_steps, drift=CFG6.uci_drift, ae_updates=CFG6.uci_ae_updates, **k
+        ),
+    )
     for method in ("MAP", "LA", "Lin LA", "MetricBNN"):
         np.testing.assert_allclose(run.test_nll[method], reference[method][0], rtol=1e-6)
     assert run.samples["MetricBNN"].shape == (6, run.theta.size)
@@ -108,9 +142,19 @@ def test_tie_back_study_and_evidence(fake_uci):
 def _summary(la_change, mb_change):
     split = {"norm": 1.0, "kernel_fraction": 0.5, "kernel": 0.1, "image": 0.1}
     nll = {"MAP": 0.3, "LA": 1.0, "Lin LA": 0.5, "MetricBNN": 0.4}
-    return {"glass": {"split": {"sampled LA": {**split, "full": la_change},
-                                "MetricBNN": {**split, "full": mb_change}},
-                      "test_nll": nll, "train_nll": nll, "P": 10, "NO": 4, "rank": 4}}  # fmt: skip
+    return {
+        "glass": {
+            "split": {
+                "sampled LA": {**split, "full": la_change},
+                "MetricBNN": {**split, "full": mb_change},
+            },
+            "test_nll": nll,
+            "train_nll": nll,
+            "P": 10,
+            "NO": 4,
+            "rank": 4,
+        }
+    }
 
 
 def test_tie_back_evidence_can_fail():

@@ -17,14 +17,31 @@ from bnn_posteriors.studies.ch09_ggn_null_space import viking as vs
 matplotlib.use("Agg")
 
 CFG = types.SimpleNamespace(
-    rank_widths=(2, 4, 2), activation="tanh", map_prior_precision=1.0, map_learning_rate=1e-2,
-    map_steps=300, pred_samples=20, residual_tolerance=1e-6, kernel_rtol=1e-6,
-    vk_kl_points=3, vk_kl_scales=((1.0, 1.0, 0.1), (0.3, 2.0, 0.05)), vk_kl_tolerance=1e-8,
-    vk_steps=100, vk_learning_rate=1e-2, vk_mc_samples=4, vk_mfvi_steps=100,
-    vk_mfvi_learning_rate=1e-2, vk_mbnn_steps=5, vk_mbnn_drift=1e-3, vk_mbnn_ae_updates=5,
-    vk_nll_margin=0.1, vk_class_kl_weight=0.1, mnist_hidden=(16, 16), mnist_n_train=100,
+    rank_widths=(2, 4, 2),
+    activation="tanh",
+    map_prior_precision=1.0,
+    map_learning_rate=1e-2,
+    map_steps=300,
+    pred_samples=20,
+    residual_tolerance=1e-6,
+    kernel_rtol=1e-6,
+    vk_kl_points=3,
+    vk_kl_scales=((1.0, 1.0, 0.1), (0.3, 2.0, 0.05)),
+    vk_kl_tolerance=1e-8,
+    vk_steps=100,
+    vk_learning_rate=1e-2,
+    vk_mc_samples=4,
+    vk_mfvi_steps=100,
+    vk_mfvi_learning_rate=1e-2,
+    vk_mbnn_steps=5,
+    vk_mbnn_drift=1e-3,
+    vk_mbnn_ae_updates=5,
+    vk_nll_margin=0.1,
+    vk_class_kl_weight=0.1,
+    mnist_hidden=(16, 16),
+    mnist_n_train=100,
     mnist_n_test=1000,
-)  # fmt: skip
+)
 
 
 def _passes(ev) -> bool:
@@ -102,8 +119,17 @@ def test_comparison_scores_a_classifier_by_nll_ece_and_accuracy():
     cfg = CFG
     jax.config.update("jax_enable_x64", True)
     try:
-        f = study.fit("mnist", x, y, xt, yt, rng_key=jax.random.PRNGKey(0), hidden=(4,), cfg=cfg,
-                      likelihood="categorical")  # fmt: skip
+        f = study.fit(
+            "mnist",
+            x,
+            y,
+            xt,
+            yt,
+            rng_key=jax.random.PRNGKey(0),
+            hidden=(4,),
+            cfg=cfg,
+            likelihood="categorical",
+        )
         post = vs.fit_posterior(f, jax.random.PRNGKey(1), cfg)
         scores = vs.comparison([f], [post], jax.random.PRNGKey(3), cfg)
     finally:

@@ -33,8 +33,9 @@ def _problem(kind: str) -> problems.Problem:
         mlp = MLP((1, 8, 1), activation="tanh")
         return problems.Problem("reg", "tiny regression", mlp, X, Y, X[:10], Y[:10], FAR)
     mlp = MLP((2, 4, 3), likelihood="categorical", activation="tanh")
-    return problems.Problem("cls", "tiny classification", mlp, X2, LABELS, X2[:10], LABELS[:10],
-                            4 * X2[:4])  # fmt: skip
+    return problems.Problem(
+        "cls", "tiny classification", mlp, X2, LABELS, X2[:10], LABELS[:10], 4 * X2[:4]
+    )
 
 
 REG, CLS = _problem("regression"), _problem("classification")
@@ -140,8 +141,9 @@ def test_tempered_mfvi_spread_grows_with_the_temperature():
 
 
 def test_symmetrised_vi_refuses_two_hidden_layers():
-    deep = problems.Problem("deep", "two hidden layers", MLP((1, 3, 3, 1), activation="tanh"),
-                            X, Y, X[:3], Y[:3])  # fmt: skip
+    deep = problems.Problem(
+        "deep", "two hidden layers", MLP((1, 3, 3, 1), activation="tanh"), X, Y, X[:3], Y[:3]
+    )
     with pytest.raises(DoesNotApply, match="one hidden layer"):  # the scoreboard shows why
         ap.symmetrised_vi(KEY, deep, **SETTINGS["symmetrised_vi"])
 
@@ -177,8 +179,16 @@ def test_linearised_laplace_draws_have_the_closed_form_moments():
 def test_null_space_draws_leave_the_training_points_fixed():
     """On 10 points a 1–8–8–1 net (P = 97) has a kernel that moves f away from the data (the
     1–8–1 net's kernel is made of units the MAP switched off, which move f nowhere)."""
-    deep = problems.Problem("deep", "10 points", MLP((1, 8, 8, 1), activation="tanh"),
-                            X[:10], Y[:10], X[:10], Y[:10], FAR)  # fmt: skip
+    deep = problems.Problem(
+        "deep",
+        "10 points",
+        MLP((1, 8, 8, 1), activation="tanh"),
+        X[:10],
+        Y[:10],
+        X[:10],
+        Y[:10],
+        FAR,
+    )
     out = ap.null_space_laplace(KEY, deep, **MAP)
     assert _sd(out, "test") < 1e-3 * _sd(out, "grid") and _sd(out, "grid") > 0
 
@@ -187,11 +197,19 @@ def test_viking_draws_have_its_linearised_predictive_variance():
     out = fit("viking", "regression").predictive["grid"]
     k_map, k_rest = jax.random.split(KEY)
     settings = {k: v for k, v in SETTINGS["viking"].items() if k != "num_samples"}
-    post, model_fn, _ = ap._viking_fit(k_map, jax.random.split(k_rest)[0], REG, noise_rounds=2,
-                                       learning_rate=1e-2, rtol=None, **settings)  # fmt: skip
+    post, model_fn, _ = ap._viking_fit(
+        k_map,
+        jax.random.split(k_rest)[0],
+        REG,
+        noise_rounds=2,
+        learning_rate=1e-2,
+        rtol=None,
+        **settings,
+    )
     mean, var = vk.linearised_predictive(post, model_fn, jnp.asarray(FAR))
-    np.testing.assert_allclose(out["f"].mean(0), np.asarray(mean)[:, 0],
-                               atol=4 * float(np.sqrt(np.max(var)) / np.sqrt(S)))  # fmt: skip
+    np.testing.assert_allclose(
+        out["f"].mean(0), np.asarray(mean)[:, 0], atol=4 * float(np.sqrt(np.max(var)) / np.sqrt(S))
+    )
     ratio = out["f"].var(0) / np.asarray(var)[:, 0]
     assert np.all((ratio > 0.7) & (ratio < 1.4))
 
@@ -201,8 +219,9 @@ def test_bad_inputs():
         ap.map_point(KEY, "reg")
     with pytest.raises(ValueError, match="num_samples"):
         ap.mfvi(KEY, REG, num_samples=0)
-    hetero = problems.Problem("h", "h", MLP((1, 3, 2), activation="tanh", heteroscedastic=True),
-                              X, Y, X[:3], Y[:3])  # fmt: skip
+    hetero = problems.Problem(
+        "h", "h", MLP((1, 3, 2), activation="tanh", heteroscedastic=True), X, Y, X[:3], Y[:3]
+    )
     with pytest.raises(ValueError, match="heteroscedastic"):
         ap.linearised_laplace(KEY, hetero)
     with pytest.raises(ValueError, match="noise_rounds"):

@@ -34,8 +34,15 @@ def test_command_builds_and_a_rerun_recomputes_nothing(tiny, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "reference tiny (profile quick, 2 chains" in printed and "max R-hat" in printed
     arrays, record = store.read_reference("tiny", out)
-    assert set(arrays) == {"test_y", "test_x", "test_f", "test_noise_scale", "grid_x", "grid_f",
-                           "grid_noise_scale"}  # fmt: skip
+    assert set(arrays) == {
+        "test_y",
+        "test_x",
+        "test_f",
+        "test_noise_scale",
+        "grid_x",
+        "grid_f",
+        "grid_noise_scale",
+    }
     assert arrays["test_f"].shape == (2, 20, 3) and arrays["grid_f"].shape == (2, 20, 4)
     assert record["settings"]["num_warmup"] == 20 and record["profile"] == "quick"
     assert record["wall_s"] > 0 and "commit" in record["provenance"]
@@ -75,10 +82,12 @@ def test_problem_keys_differ_by_name_and_seed():
 
 def test_arrays_of_names_every_set_of_points():
     prob = _tiny()
-    result = {"predictive": {
-        "test": {"f": np.zeros((2, 5, 3)), "noise_scale": np.ones((2, 5))},
-        "grid": {"f": np.zeros((2, 5, 4)), "noise_scale": np.ones((2, 5))},
-    }}  # fmt: skip
+    result = {
+        "predictive": {
+            "test": {"f": np.zeros((2, 5, 3)), "noise_scale": np.ones((2, 5))},
+            "grid": {"f": np.zeros((2, 5, 4)), "noise_scale": np.ones((2, 5))},
+        }
+    }
     arrays = build.arrays_of(prob, result)
     assert arrays["grid_f"].dtype == np.float32 and arrays["grid_x"].shape == (4, 1)
     np.testing.assert_array_equal(arrays["test_y"], prob.y_test)

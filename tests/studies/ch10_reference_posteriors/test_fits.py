@@ -15,8 +15,13 @@ X = np.linspace(-1, 1, 6, dtype=np.float32)[:, None]
 def test_draws_predictive_has_one_draw_axis_per_set_of_points():
     spec = MLP((1, 2, 1), activation="tanh")
     prob = problems.Problem("tiny", "tiny", spec, X, X[:, 0], X[:2], X[:2, 0], X[:3])
-    sites = {"W0": np.ones((4, 1, 2)), "b0": np.zeros((4, 2)), "W1": np.ones((4, 2, 1)),
-             "b1": np.arange(4.0)[:, None], "log_sigma": np.zeros(4)}  # fmt: skip
+    sites = {
+        "W0": np.ones((4, 1, 2)),
+        "b0": np.zeros((4, 2)),
+        "W1": np.ones((4, 2, 1)),
+        "b1": np.arange(4.0)[:, None],
+        "log_sigma": np.zeros(4),
+    }
     pred = draws_predictive(prob, sites)
     assert pred["test"]["f"].shape == (4, 2) and pred["grid"]["f"].shape == (4, 3)
     assert pred["test"]["f"].dtype == np.float32 and np.all(pred["test"]["noise_scale"] == 1)

@@ -92,8 +92,10 @@ def test_pool_digits_averages_blocks():
 
 
 def test_unknown_problem_lists_the_problems():
-    with pytest.raises(ValueError, match="unknown reference problem 'mnist'.*snelson_gap, "
-                       "energy_gap, banana, digits"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match="unknown reference problem 'mnist'.*snelson_gap, energy_gap, banana, digits",
+    ):
         problems.problem("mnist")
 
 

@@ -39,9 +39,16 @@ SETTINGS = {
     "mile": dict(num_chains=3, tuning_steps=200, sampling_steps=100, thinning=10, **ENSEMBLE),
     "single_nuts": dict(gradient_budget=3000, max_num_doublings=5),
 }
-SETTINGS["metricbnn"] = dict(num_samples=20, map_steps=1000, num_steps=10, ae_updates=50,
-                             ae_batch=32, ae_hidden=(16,), latent_dim=4,
-                             ae_components=8)  # fmt: skip
+SETTINGS["metricbnn"] = dict(
+    num_samples=20,
+    map_steps=1000,
+    num_steps=10,
+    ae_updates=50,
+    ae_batch=32,
+    ae_hidden=(16,),
+    latent_dim=4,
+    ae_components=8,
+)
 DRAWS = {"deep_ensemble": 3, "mile": 30, "metricbnn": 20}
 KEY = jax.random.PRNGKey(3)
 

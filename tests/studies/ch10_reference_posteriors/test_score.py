@@ -28,20 +28,28 @@ def tiny(monkeypatch, tmp_path):
     ``tmp_path/ref``, and a method ``shifted`` whose f is the reference's plus ``shift``."""
     monkeypatch.setitem(problems.PROBLEMS, "tiny", _tiny)
     prob = _tiny()
-    f = {name: np.sin(x[:, 0]) + 0.05 * RNG.normal(size=(4, 30, len(x)))
-         for name, x in prob.points().items()}  # fmt: skip
+    f = {
+        name: np.sin(x[:, 0]) + 0.05 * RNG.normal(size=(4, 30, len(x)))
+        for name, x in prob.points().items()
+    }
     arrays = {"test_y": prob.y_test}
     for name, x in prob.points().items():
-        arrays |= {f"{name}_x": x, f"{name}_f": f[name].astype(np.float32),
-                   f"{name}_noise_scale": np.full((4, 30), 0.1, np.float32)}  # fmt: skip
-    store.write_reference("tiny", arrays, {"problem": "tiny"}, profile="quick",
-                          directory=tmp_path / "ref")  # fmt: skip
+        arrays |= {
+            f"{name}_x": x,
+            f"{name}_f": f[name].astype(np.float32),
+            f"{name}_noise_scale": np.full((4, 30), 0.1, np.float32),
+        }
+    store.write_reference(
+        "tiny", arrays, {"problem": "tiny"}, profile="quick", directory=tmp_path / "ref"
+    )
     calls = []
 
     def shifted(rng_key, problem, *, shift=0.0):
         calls.append(shift)
-        pred = {name: {"f": f[name][0] + shift, "noise_scale": np.full(30, 0.1)}
-                for name in problem.points()}  # fmt: skip
+        pred = {
+            name: {"f": f[name][0] + shift, "noise_scale": np.full(30, 0.1)}
+            for name in problem.points()
+        }
         return MethodFit(pred, gradient_evaluations=100.0, extra_flops=5.0)
 
     def one_layer_only(rng_key, problem):
@@ -92,9 +100,15 @@ def test_reference_floor_and_leaderboard(tiny):
     rows = [score.score("tiny", "shifted", s, {"shift": 0.1 * s}, **kw) for s in range(3)]
     rows.append(score.score("tiny", "one layer", 0, {}, **kw))
     lines = []
-    board_rows = score.scoreboard(["tiny"], {"shifted": {"shift": 0.1}, "one layer": {}}, [0, 1],
-                                  directory=tmp / "board", profile="quick",
-                                  reference_dir=tmp / "ref", progress=lines.append)  # fmt: skip
+    board_rows = score.scoreboard(
+        ["tiny"],
+        {"shifted": {"shift": 0.1}, "one layer": {}},
+        [0, 1],
+        directory=tmp / "board",
+        profile="quick",
+        reference_dir=tmp / "ref",
+        progress=lines.append,
+    )
     assert len(board_rows) == 4 and lines[-1] == "[4/4] tiny · one layer · seed 1: computed"
     assert [r["settings"]["seed"] for r in board_rows] == [0, 1, 0, 1]
     board = score.leaderboard(rows, ["w2", "lppd", "agreement"])
@@ -109,8 +123,9 @@ def test_committed_rows_reads_matching_parts_only(tiny):
     kw = dict(directory=tmp / "parts", profile="quick", reference_dir=tmp / "ref")
     score.score("tiny", "shifted", 0, {"shift": 0.0}, **kw)
     score.score("tiny", "shifted", 1, {"shift": 0.3}, **kw)  # other settings than asked below
-    rows, missing = score.committed_rows(["tiny"], {"shifted": {"shift": 0.0}}, [0, 1, 2],
-                                         tmp / "parts", tmp / "ref")  # fmt: skip
+    rows, missing = score.committed_rows(
+        ["tiny"], {"shifted": {"shift": 0.0}}, [0, 1, 2], tmp / "parts", tmp / "ref"
+    )
     assert [r["settings"]["seed"] for r in rows] == [0] and len(calls) == 2  # nothing computed
     assert missing == ["tiny__shifted__s1", "tiny__shifted__s2"]
     assert rows[0]["settings"] == score.part_settings(
@@ -119,7 +134,9 @@ def test_committed_rows_reads_matching_parts_only(tiny):
 
 
 def test_leaderboard_of_a_constant_is_an_interval_of_width_zero():
-    rows = [{"flops": 7.0, "w2": 0.1 * s, "settings": {"problem": "p", "method": "m"}}
-            for s in range(1, 4)]  # fmt: skip
+    rows = [
+        {"flops": 7.0, "w2": 0.1 * s, "settings": {"problem": "p", "method": "m"}}
+        for s in range(1, 4)
+    ]
     entry = score.leaderboard(rows, ["flops", "w2"])[("p", "m")]
     assert entry["flops"] == (7.0, 7.0, 7.0) and entry["w2"][1] < entry["w2"][2]

@@ -353,9 +353,12 @@ def counterexample_study(w1: float, w2: float, b1: float, *, paper_root: float) 
     c_num = float(numeric[np.argmin(np.abs(numeric - c_star))])  # the root nearest c*
     h_at = {
         name: float(counterexample_h(c, **ce))
-        for name, c in (("closed form", c_star), ("numerical", c_num),
-                        (f"paper's {paper_root}", paper_root))
-    }  # fmt: skip
+        for name, c in (
+            ("closed form", c_star),
+            ("numerical", c_num),
+            (f"paper's {paper_root}", paper_root),
+        )
+    }
     group = np.array([w1, b1])  # scaled by c together; w2 by 1/c
     cs = np.geomspace(0.05, 20.0, 2001)
     return {

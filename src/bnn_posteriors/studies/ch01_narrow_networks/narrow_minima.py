@@ -63,9 +63,16 @@ def _multistart(rng_key, loss_fn, depth, x, y, sigma, scale, num_starts, num_ste
     ``(w (num_starts, depth), loss (num_starts,))``."""
     inits = 1.5 * jax.random.normal(rng_key, (num_starts, depth))
     w, loss, _ = optim.multistart_minimise(
-        loss_fn, inits, x, y, sigma, scale, num_steps=num_steps, learning_rate=0.01,
+        loss_fn,
+        inits,
+        x,
+        y,
+        sigma,
+        scale,
+        num_steps=num_steps,
+        learning_rate=0.01,
         newton_steps=newton_steps,
-    )  # fmt: skip
+    )
     return w, loss
 
 
@@ -144,9 +151,17 @@ def posterior_minimiser(
     Starts w ~ N(0, 1.5²). Returns ``(w_star (L,), min_loss float)``.
     """
     w, loss = _multistart(
-        rng_key, theory.neg_log_posterior, depth, x, y, sigma, tau, num_starts, num_steps,
+        rng_key,
+        theory.neg_log_posterior,
+        depth,
+        x,
+        y,
+        sigma,
+        tau,
+        num_starts,
+        num_steps,
         newton_steps,
-    )  # fmt: skip
+    )
     return w[jnp.argmin(loss)], float(jnp.min(loss))
 
 

@@ -334,16 +334,19 @@ def hyperbola_parts(fits: dict, beta_hat: float, tau2s_figure: Sequence[float]) 
         "MFVI |mu1 mu2| at the smallest tau2": (abs(fits[smallest]["svi_nu"]), 0.05),
         "NUTS P(|beta| <= 0.05) at the smallest tau2": (1.0 - fits[smallest]["nuts_mass"], 0.5),
         "MFVI shrinkage 1 - |mu1 mu2| / beta_hat at tau2 = 1": (
-            1.0 - abs(fits[largest]["svi_nu"]) / beta_hat, 0.5,
+            1.0 - abs(fits[largest]["svi_nu"]) / beta_hat,
+            0.5,
         ),
         "chains whose w1 changes sign at the tau2 of Fig. 2": (
-            sum(fits[t]["sign_changes"] for t in tau2s_figure), 1.0,
+            sum(fits[t]["sign_changes"] for t in tau2s_figure),
+            1.0,
         ),
-    }  # fmt: skip
+    }
 
 
-def trap_summary(scan: dict, tau2_critical: float, x, y, sigma: float, *, jitter_ratio: float,
-                 eps: float) -> dict:  # fmt: skip
+def trap_summary(
+    scan: dict, tau2_critical: float, x, y, sigma: float, *, jitter_ratio: float, eps: float
+) -> dict:
     """Where plain MFVI is trapped at (0, 0) above τ²_c ([SAP] Prop. B.5, C3.7).
 
     ``scan``: :func:`adjusted_prior_scan`. Over its τ² > ``tau2_critical``: ``above`` (those
@@ -387,8 +390,13 @@ def convergence_gain(trap: dict, trap_level: float = 0.5) -> dict:
     above = trap["above"]
     adjusted = np.array([float(np.median(above[t]["adjusted"]) / above[t]["nu_star"]) for t in at])
     plain = np.array([progress[t] for t in at])
-    return {"trapped": trapped, "at": at, "adjusted": adjusted, "plain": plain,
-            "gain": adjusted - plain}  # fmt: skip
+    return {
+        "trapped": trapped,
+        "at": at,
+        "adjusted": adjusted,
+        "plain": plain,
+        "gain": adjusted - plain,
+    }
 
 
 def kl_against_monte_carlo(rng_key, tau: float, num_samples: int) -> dict:

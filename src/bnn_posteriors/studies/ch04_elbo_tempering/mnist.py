@@ -51,13 +51,36 @@ def predictive_probs(rng_key, q: MeanField, x, *, num_samples: int) -> np.ndarra
 
 
 def _model_kwargs(x, y, *, width: int, prior_scale: float, batch: int) -> dict:
-    return dict(x=x, y=y, width=width, likelihood="categorical", n_out=N_CLASSES,
-                prior_scale=prior_scale, output_scale=1.0, subsample_size=batch)  # fmt: skip
+    return dict(
+        x=x,
+        y=y,
+        width=width,
+        likelihood="categorical",
+        n_out=N_CLASSES,
+        prior_scale=prior_scale,
+        output_scale=1.0,
+        subsample_size=batch,
+    )
 
 
-def temperature_sweep(rng_key, pred_key, x_tr, y_tr, x_te, y_te, etas, *, width: int,
-                      prior_scale: float, init_scale: float, batch: int, num_steps: int,
-                      learning_rate: float, num_samples: int, ece_bins: int):  # fmt: skip
+def temperature_sweep(
+    rng_key,
+    pred_key,
+    x_tr,
+    y_tr,
+    x_te,
+    y_te,
+    etas,
+    *,
+    width: int,
+    prior_scale: float,
+    init_scale: float,
+    batch: int,
+    num_steps: int,
+    learning_rate: float,
+    num_samples: int,
+    ece_bins: int,
+):
     """Test metrics of the tempered fits for every η of ``etas`` (the slides' figure).
 
     The initial q is :func:`tempering.init_params` with ``rng_key``; all temperatures are
@@ -66,21 +89,32 @@ def temperature_sweep(rng_key, pred_key, x_tr, y_tr, x_te, y_te, etas, *, width:
     ``eta``, ``probs`` (n_test, 10), ``accuracy``, ``nll`` (of the averaged predictive),
     ``ece`` and ``confidence``; and the initial q (for the cross-fitted folds).
     """
-    init = tempering.init_params(rng_key, x_tr.shape[1], width, N_CLASSES,
-                                 prior_scale=prior_scale, init_scale=init_scale)  # fmt: skip
+    init = tempering.init_params(
+        rng_key, x_tr.shape[1], width, N_CLASSES, prior_scale=prior_scale, init_scale=init_scale
+    )
     fitted, _ = tempering.fit_tempered(
         jax.random.fold_in(rng_key, 1),
         _model_kwargs(x_tr, jnp.asarray(y_tr), width=width, prior_scale=prior_scale, batch=batch),
-        init, jnp.asarray(etas), num_steps=num_steps, learning_rate=learning_rate,
-    )  # fmt: skip
+        init,
+        jnp.asarray(etas),
+        num_steps=num_steps,
+        learning_rate=learning_rate,
+    )
     table = []
     for i, eta in enumerate(etas):
-        probs = predictive_probs(pred_key, jax.tree.map(lambda v, i=i: v[i], fitted), x_te,
-                                 num_samples=num_samples)  # fmt: skip
-        table.append({"eta": float(eta), "probs": probs, "accuracy": metrics.accuracy(probs, y_te),
-                      "nll": metrics.categorical_nll(probs, y_te),
-                      "ece": metrics.ece(probs, y_te, ece_bins),
-                      "confidence": metrics.mean_confidence(probs)})  # fmt: skip
+        probs = predictive_probs(
+            pred_key, jax.tree.map(lambda v, i=i: v[i], fitted), x_te, num_samples=num_samples
+        )
+        table.append(
+            {
+                "eta": float(eta),
+                "probs": probs,
+                "accuracy": metrics.accuracy(probs, y_te),
+                "nll": metrics.categorical_nll(probs, y_te),
+                "ece": metrics.ece(probs, y_te, ece_bins),
+                "confidence": metrics.mean_confidence(probs),
+            }
+        )
     return table, init
 
 
@@ -92,9 +126,24 @@ def folds(n_all: int, n_test: int, num_folds: int) -> list[np.ndarray]:
     return [np.arange(n_all - (k + 1) * n_test, n_all - k * n_test) for k in range(num_folds)]
 
 
-def cross_fit(rng_key, pred_key, x_all, y_all, init: MeanField, etas: Sequence[float],
-              first_fold: dict, *, n_test: int, num_folds: int, width: int, prior_scale: float,
-              batch: int, num_steps: int, learning_rate: float, num_samples: int):  # fmt: skip
+def cross_fit(
+    rng_key,
+    pred_key,
+    x_all,
+    y_all,
+    init: MeanField,
+    etas: Sequence[float],
+    first_fold: dict,
+    *,
+    n_test: int,
+    num_folds: int,
+    width: int,
+    prior_scale: float,
+    batch: int,
+    num_steps: int,
+    learning_rate: float,
+    num_samples: int,
+):
     """Cross-fitted predictive probabilities of every image for each η of ``etas``.
 
     Fold 0 (the last ``n_test`` rows, the split of :func:`temperature_sweep`) gives
@@ -107,19 +156,26 @@ def cross_fit(rng_key, pred_key, x_all, y_all, init: MeanField, etas: Sequence[f
     trains = [np.setdiff1d(np.arange(len(y_all)), test) for test in test_rows]
     fold_q, _ = tempering.fit_tempered(
         rng_key,
-        _model_kwargs(jnp.stack([x_all[tr] for tr in trains[1:]]),
-                      jnp.stack([jnp.asarray(y_all[tr]) for tr in trains[1:]]), width=width,
-                      prior_scale=prior_scale, batch=batch),
+        _model_kwargs(
+            jnp.stack([x_all[tr] for tr in trains[1:]]),
+            jnp.stack([jnp.asarray(y_all[tr]) for tr in trains[1:]]),
+            width=width,
+            prior_scale=prior_scale,
+            batch=batch,
+        ),
         jax.tree.map(lambda a: jnp.stack([a] * (num_folds - 1)), init),
-        jnp.asarray([list(etas)] * (num_folds - 1)), num_steps=num_steps,
-        learning_rate=learning_rate, batched=("x", "y"),
-    )  # fmt: skip
+        jnp.asarray([list(etas)] * (num_folds - 1)),
+        num_steps=num_steps,
+        learning_rate=learning_rate,
+        batched=("x", "y"),
+    )
     pooled = {eta: [first_fold[eta]] for eta in etas}
     for k in range(1, num_folds):
         for i, eta in enumerate(etas):
             q = jax.tree.map(lambda v, k=k, i=i: v[k - 1, i], fold_q)
-            pooled[eta].append(predictive_probs(pred_key, q, x_all[test_rows[k]],
-                                                num_samples=num_samples))  # fmt: skip
+            pooled[eta].append(
+                predictive_probs(pred_key, q, x_all[test_rows[k]], num_samples=num_samples)
+            )
     labels = np.concatenate([y_all[test] for test in test_rows])
     return {eta: np.concatenate(p) for eta, p in pooled.items()}, labels
 
@@ -142,12 +198,15 @@ def paired_differences(probs_a, probs_b, labels) -> tuple[np.ndarray, np.ndarray
 def fold_means(differences, n_test: int) -> list[float]:
     """Mean of per-image ``differences`` within each consecutive block of ``n_test`` images."""
     differences = np.asarray(differences)
-    return [float(differences[k * n_test : (k + 1) * n_test].mean())
-            for k in range(len(differences) // n_test)]  # fmt: skip
+    return [
+        float(differences[k * n_test : (k + 1) * n_test].mean())
+        for k in range(len(differences) // n_test)
+    ]
 
 
-def balanced_against_one(probs_balanced, probs_one, labels, *, n_test: int, seed: int,
-                         num_resamples: int) -> dict:  # fmt: skip
+def balanced_against_one(
+    probs_balanced, probs_one, labels, *, n_test: int, seed: int, num_resamples: int
+) -> dict:
     """η_N against η = 1 on cross-fitted predictions of the same images (C4.4).
 
     Per image, accuracy(η_N) − accuracy(1) and NLL(1) − NLL(η_N) (:func:`paired_differences`);
@@ -157,10 +216,14 @@ def balanced_against_one(probs_balanced, probs_one, labels, *, n_test: int, seed
     """
     d_acc, d_nll = paired_differences(probs_balanced, probs_one, labels)
     ci_acc, ci_nll = (
-        tuple(float(v) for v in diagnostics.paired_interval(
-            d, method="percentile", n_resamples=num_resamples, rng=seed)[1:])
+        tuple(
+            float(v)
+            for v in diagnostics.paired_interval(
+                d, method="percentile", n_resamples=num_resamples, rng=seed
+            )[1:]
+        )
         for d in (d_acc, d_nll)
-    )  # fmt: skip
+    )
     return {
         "d_acc": float(d_acc.mean()),
         "d_nll": float(d_nll.mean()),

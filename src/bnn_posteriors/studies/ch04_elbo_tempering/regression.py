@@ -36,8 +36,9 @@ moments = jax.jit(tempering.predictive_moments)
 # ------------------------------------------------------------------ a check of the objective
 
 
-def mc_against_closed_form(rng_key, *, width: int = 64, n: int = 30, eta: float = 0.3,
-                           num_particles: int = 5_000) -> tuple[dict, dict]:  # fmt: skip
+def mc_against_closed_form(
+    rng_key, *, width: int = 64, n: int = 30, eta: float = 0.3, num_particles: int = 5_000
+) -> tuple[dict, dict]:
     """NumPyro's estimate of the terms of ELBO_η^N against their closed form on a random q.
 
     Data: ``n`` points x on [−2, 2] (with the constant input), y = sin(2x); q: hidden means
@@ -50,8 +51,9 @@ def mc_against_closed_form(rng_key, *, width: int = 64, n: int = 30, eta: float 
     q = tempering.init_params(rng_key, 2, width, prior_scale=1.0, init_scale=0.5)
     loc = [q.loc[0], {"W": jax.random.normal(jax.random.fold_in(rng_key, 1), (width, 1))}]
     q = MeanField(loc, q.scale)
-    mc = tempering.mc_elbo_terms(rng_key, q, dict(x=x, y=y, width=width), eta=eta,
-                                 num_particles=num_particles)  # fmt: skip
+    mc = tempering.mc_elbo_terms(
+        rng_key, q, dict(x=x, y=y, width=width), eta=eta, num_particles=num_particles
+    )
     return mc, tempering.gaussian_elbo_terms(q, x, y, eta=eta)
 
 
@@ -107,10 +109,14 @@ def regression_sets(splits: dict) -> dict:
         x_test, y_held_out = held_out(name, sp)
         y_test = jnp.asarray(y_held_out, jnp.float32)
         sets[name, r] = {
-            "x": pad_inputs(sp.x_train, d_max), "y": jnp.asarray(sp.y_train, jnp.float32),
-            "x_test": pad_inputs(x_test, d_max), "y_test": y_test, "p": len(sp.y_train),
-            "d_in": d_in[name], "rmse_prior": float(metrics.rmse(y_test, jnp.zeros_like(y_test))),
-        }  # fmt: skip
+            "x": pad_inputs(sp.x_train, d_max),
+            "y": jnp.asarray(sp.y_train, jnp.float32),
+            "x_test": pad_inputs(x_test, d_max),
+            "y_test": y_test,
+            "p": len(sp.y_train),
+            "d_in": d_in[name],
+            "rmse_prior": float(metrics.rmse(y_test, jnp.zeros_like(y_test))),
+        }
     return sets
 
 
@@ -136,19 +142,32 @@ def _fit_sets(init_keys, key_fit, sets: dict, rows: int | None, width: int, etas
     keys = list(sets)
     d_max = sets[keys[0]]["x"].shape[1]
     inits = [
-        padded_init(k_init, sets[key]["d_in"], d_max, width, prior_scale=fit["prior_scale"],
-                    init_scale=fit["init_scale"])
+        padded_init(
+            k_init,
+            sets[key]["d_in"],
+            d_max,
+            width,
+            prior_scale=fit["prior_scale"],
+            init_scale=fit["init_scale"],
+        )
         for k_init, key in zip(init_keys, keys, strict=True)
-    ]  # fmt: skip
+    ]
     q, _ = tempering.fit_tempered(
         key_fit,
-        dict(x=jnp.stack([sets[k]["x"][:rows] for k in keys]),
-             y=jnp.stack([sets[k]["y"][:rows] for k in keys]),
-             width=width, noise_scale=fit["noise_scale"], prior_scale=fit["prior_scale"]),
-        jax.tree.map(lambda *a: jnp.stack(a), *inits), jnp.asarray([etas] * len(keys)),
-        num_steps=fit["num_steps"], learning_rate=fit["learning_rate"],
-        num_particles=fit["num_particles"], batched=("x", "y"),
-    )  # fmt: skip
+        dict(
+            x=jnp.stack([sets[k]["x"][:rows] for k in keys]),
+            y=jnp.stack([sets[k]["y"][:rows] for k in keys]),
+            width=width,
+            noise_scale=fit["noise_scale"],
+            prior_scale=fit["prior_scale"],
+        ),
+        jax.tree.map(lambda *a: jnp.stack(a), *inits),
+        jnp.asarray([etas] * len(keys)),
+        num_steps=fit["num_steps"],
+        learning_rate=fit["learning_rate"],
+        num_particles=fit["num_particles"],
+        batched=("x", "y"),
+    )
     return q
 
 
@@ -184,20 +203,34 @@ def fit_over_widths(key_init, key_fit, sets: dict, widths: Sequence[int], *, tau
                 q = jax.tree.map(lambda v, k=k, i=i: v[k, i], q_n)
                 w0_loc, w0_scale = q.loc[0]["W"], q.scale[0]["W"]
                 pad_dev = max(
-                    pad_dev, float(jnp.max(jnp.abs(w0_loc[f["d_in"]:]), initial=0.0)),
-                    float(jnp.max(jnp.abs(w0_scale[f["d_in"]:] - fit["prior_scale"]),
-                                  initial=0.0)),
-                )  # fmt: skip
-                terms = elbo_terms(q, f["x"], f["y"], eta=eta, prior_scale=fit["prior_scale"],
-                                   noise_scale=fit["noise_scale"])  # fmt: skip
+                    pad_dev,
+                    float(jnp.max(jnp.abs(w0_loc[f["d_in"] :]), initial=0.0)),
+                    float(
+                        jnp.max(jnp.abs(w0_scale[f["d_in"] :] - fit["prior_scale"]), initial=0.0)
+                    ),
+                )
+                terms = elbo_terms(
+                    q,
+                    f["x"],
+                    f["y"],
+                    eta=eta,
+                    prior_scale=fit["prior_scale"],
+                    noise_scale=fit["noise_scale"],
+                )
                 mean, _ = moments(q, f["x_test"])
-                f["rows"].append({
-                    "N": n, "tempered": i == 1, "eta": eta, "q": q if r == 0 else None,
-                    **{key: float(v) for key, v in terms.items()},
-                    "max_loc": float(max(jnp.max(jnp.abs(w0_loc)),
-                                         jnp.max(jnp.abs(q.loc[1]["W"])))),
-                    "rmse": float(metrics.rmse(f["y_test"], mean[:, 0])),
-                })  # fmt: skip
+                f["rows"].append(
+                    {
+                        "N": n,
+                        "tempered": i == 1,
+                        "eta": eta,
+                        "q": q if r == 0 else None,
+                        **{key: float(v) for key, v in terms.items()},
+                        "max_loc": float(
+                            max(jnp.max(jnp.abs(w0_loc)), jnp.max(jnp.abs(q.loc[1]["W"])))
+                        ),
+                        "rmse": float(metrics.rmse(f["y_test"], mean[:, 0])),
+                    }
+                )
     return fits, pad_dev
 
 
@@ -213,17 +246,23 @@ def fit_over_p(key_init, key_fit, fits: dict, ps, *, width: int, tau: float, **f
     if ps[-1] != p or not any(r["N"] == width for f in fits.values() for r in f["rows"]):
         raise ValueError("the largest p must be the full training set and width one of the widths")
     keys = list(fits)
-    by_p = {k: {p: next(r for r in fits[k]["rows"] if r["tempered"] and r["N"] == width)}
-            for k in keys}  # fmt: skip
+    by_p = {
+        k: {p: next(r for r in fits[k]["rows"] if r["tempered"] and r["N"] == width)} for k in keys
+    }
     for m in (int(m) for m in ps[:-1]):
         eta_m = tempering.balanced_temperature(m, width, tau)
         init_keys = [jax.random.fold_in(key_init, m * len(keys) + k) for k in range(len(keys))]
         q_m = _fit_sets(init_keys, jax.random.fold_in(key_fit, m), fits, m, width, [eta_m], fit)
         for k, key in enumerate(keys):
             q = jax.tree.map(lambda v, k=k: v[k, 0], q_m)
-            terms = elbo_terms(q, fits[key]["x"][:m], fits[key]["y"][:m], eta=eta_m,
-                               prior_scale=fit["prior_scale"],
-                               noise_scale=fit["noise_scale"])  # fmt: skip
+            terms = elbo_terms(
+                q,
+                fits[key]["x"][:m],
+                fits[key]["y"][:m],
+                eta=eta_m,
+                prior_scale=fit["prior_scale"],
+                noise_scale=fit["noise_scale"],
+            )
             by_p[key][m] = {name: float(v) for name, v in terms.items()}
     return by_p
 
@@ -234,8 +273,9 @@ def fit_over_p(key_init, key_fit, fits: dict, ps, *, width: int, tau: float, **f
 def columns(fits: Mapping, name: str, key: str, tempered: bool) -> np.ndarray:
     """One quantity of the fits over the widths for every split of ``name``: (splits, widths)."""
     splits = [s for (n, s) in fits if n == name]
-    return np.array([[r[key] for r in fits[name, s]["rows"] if r["tempered"] == tempered]
-                     for s in splits])  # fmt: skip
+    return np.array(
+        [[r[key] for r in fits[name, s]["rows"] if r["tempered"] == tempered] for s in splits]
+    )
 
 
 def fitted_q(fits: Mapping, name: str, width: int, tempered: bool) -> MeanField:
@@ -292,9 +332,18 @@ def upper_bound_reading(per_split, bound: float, *, before=None, level: float = 
     before_mean = None if before is None else float(np.mean(before))
     slowing = before_mean is not None and mean < before_mean
     holds, fails = bool(high < bound), bool(low >= bound and not slowing)
-    return {"mean": mean, "low": low, "high": high, "sd": float(values.std(ddof=1)),
-            "bound": float(bound), "before": before_mean, "slowing": bool(slowing),
-            "holds": holds, "fails": fails, "decided": holds or fails}  # fmt: skip
+    return {
+        "mean": mean,
+        "low": low,
+        "high": high,
+        "sd": float(values.std(ddof=1)),
+        "bound": float(bound),
+        "before": before_mean,
+        "slowing": bool(slowing),
+        "holds": holds,
+        "fails": fails,
+        "decided": holds or fails,
+    }
 
 
 def decided(readings) -> bool:
@@ -303,8 +352,9 @@ def decided(readings) -> bool:
     return all(r["decided"] for r in readings) or any(r["fails"] for r in readings)
 
 
-def limit_values(kl, rel_gap: float, *, tail: int = 2, fraction: float = 0.1,
-                 rmse_tol: float = 0.05) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+def limit_values(
+    kl, rel_gap: float, *, tail: int = 2, fraction: float = 0.1, rmse_tol: float = 0.05
+) -> tuple[np.ndarray, np.ndarray]:
     """The Proposition's KL(q*_N‖P0) → 0 as N → ∞ read as a limit (C4.1): values and bounds.
 
     ``kl``: the mean untempered KL over the widths (increasing N). The values, each to lie
@@ -325,8 +375,10 @@ def limit_values(kl, rel_gap: float, *, tail: int = 2, fraction: float = 0.1,
 
 def prior_q(d_in: int, width: int) -> MeanField:
     """q = P0 = N(0, 1) for every weight, as the q of :mod:`tempering`."""
-    return MeanField([{"W": jnp.zeros((d_in, width))}, {"W": jnp.zeros((width, 1))}],
-                     [{"W": jnp.ones((d_in, width))}, {"W": jnp.ones((width, 1))}])  # fmt: skip
+    return MeanField(
+        [{"W": jnp.zeros((d_in, width))}, {"W": jnp.zeros((width, 1))}],
+        [{"W": jnp.ones((d_in, width))}, {"W": jnp.ones((width, 1))}],
+    )
 
 
 # --------------------------------------------------------------------------- a fixed ν
@@ -364,10 +416,14 @@ def fixed_nu_terms(rng_key, q_nu, x, y, widths, ps, *, num_draws: int, noise_sca
     """
     shape = (positive_int("num_draws", num_draws), max(widths))
     index = np.asarray(jax.random.randint(rng_key, shape, 0, q_nu.loc[0]["W"].shape[1]))
-    fam = [_family_terms(draw_neurons(q_nu, index[:, : int(n)]), x, y, noise_scale, prior_scale)
-           for n in widths]  # fmt: skip
-    out = {key: np.array([float(jnp.mean(t[key])) for t in fam])
-           for key in ("kl", "expected_loss", "gap")}  # fmt: skip
+    fam = [
+        _family_terms(draw_neurons(q_nu, index[:, : int(n)]), x, y, noise_scale, prior_scale)
+        for n in widths
+    ]
+    out = {
+        key: np.array([float(jnp.mean(t[key])) for t in fam])
+        for key in ("kl", "expected_loss", "gap")
+    }
     q_big = jax.tree.map(lambda v: v[0], draw_neurons(q_nu, index[:, : int(widths[-1])]))
     by_p = [elbo_terms(q_big, x[:m], y[:m], noise_scale=noise_scale) for m in ps]
     for key in ("expected_loss", "gap"):
@@ -391,10 +447,12 @@ def collapse_summary(fits: Mapping, name: str) -> dict:
     rmse_1 = columns(fits, name, "rmse", False)[:, -1]
     prior = np.array([fits[name, s]["rmse_prior"] for s in [s for (n, s) in fits if n == name]])
     return {
-        "kl": kl, "steps": kl[1:] / kl[:-1], "last_over_first": kl[-1] / kl[0],
+        "kl": kl,
+        "steps": kl[1:] / kl[:-1],
+        "last_over_first": kl[-1] / kl[0],
         "rel_gap": float(np.mean(np.abs(rmse_1 - prior) / prior)),
         "rise_splits": int(np.sum(kl_splits[:, 1] > kl_splits[:, 0])),
-    }  # fmt: skip
+    }
 
 
 def term_slopes(fits: Mapping, by_p: Mapping, name: str, widths, ps) -> tuple[dict, dict, dict]:
@@ -405,13 +463,17 @@ def term_slopes(fits: Mapping, by_p: Mapping, name: str, widths, ps) -> tuple[di
     slopes of "KL over N", "D over N", "KL over p", "D over p", and the slopes over N of the
     untempered fits.
     """
-    terms = {"KL over N": columns(fits, name, "kl", True).mean(axis=0),
-             "D over N": columns(fits, name, "expected_loss", True).mean(axis=0),
-             "KL over p": over_p(by_p, name, "kl", ps),
-             "D over p": over_p(by_p, name, "expected_loss", ps)}  # fmt: skip
+    terms = {
+        "KL over N": columns(fits, name, "kl", True).mean(axis=0),
+        "D over N": columns(fits, name, "expected_loss", True).mean(axis=0),
+        "KL over p": over_p(by_p, name, "kl", ps),
+        "D over p": over_p(by_p, name, "expected_loss", ps),
+    }
     slopes = {k: loglog_slope(widths if k.endswith("N") else ps, v) for k, v in terms.items()}
-    untempered = {k: loglog_slope(widths, columns(fits, name, key, False).mean(axis=0))
-                  for k, key in (("KL over N", "kl"), ("D over N", "expected_loss"))}  # fmt: skip
+    untempered = {
+        k: loglog_slope(widths, columns(fits, name, key, False).mean(axis=0))
+        for k, key in (("KL over N", "kl"), ("D over N", "expected_loss"))
+    }
     return terms, slopes, untempered
 
 
@@ -424,12 +486,18 @@ def term_tails(fits: Mapping, by_p: Mapping, name: str, widths, ps) -> dict:
     Returns ``{term: (tail, before)}``, each a (splits,) array (``before`` None if the
     range has only two points).
     """
-    curves = {"KL over N": (widths, columns(fits, name, "kl", True)),
-              "D over N": (widths, columns(fits, name, "expected_loss", True)),
-              "D over p": (ps, over_p_splits(by_p, name, "expected_loss", ps))}  # fmt: skip
-    return {k: (tail_slopes(xs, ys),
-                tail_slopes(np.asarray(xs)[:-1], ys[:, :-1]) if len(xs) > 2 else None)
-            for k, (xs, ys) in curves.items()}  # fmt: skip
+    curves = {
+        "KL over N": (widths, columns(fits, name, "kl", True)),
+        "D over N": (widths, columns(fits, name, "expected_loss", True)),
+        "D over p": (ps, over_p_splits(by_p, name, "expected_loss", ps)),
+    }
+    return {
+        k: (
+            tail_slopes(xs, ys),
+            tail_slopes(np.asarray(xs)[:-1], ys[:, :-1]) if len(xs) > 2 else None,
+        )
+        for k, (xs, ys) in curves.items()
+    }
 
 
 def balance_summary(fits: Mapping, name: str) -> dict:
@@ -440,8 +508,11 @@ def balance_summary(fits: Mapping, name: str) -> dict:
     the two largest N, per split).
     """
     rmse_t, rmse_1 = columns(fits, name, "rmse", True), columns(fits, name, "rmse", False)
-    return {"rmse": rmse_t, "gains": 1 - rmse_t[:, -1] / rmse_1[:, -1],
-            "changes": np.abs(rmse_t[:, -1] - rmse_t[:, -2]) / rmse_t[:, -2]}  # fmt: skip
+    return {
+        "rmse": rmse_t,
+        "gains": 1 - rmse_t[:, -1] / rmse_1[:, -1],
+        "changes": np.abs(rmse_t[:, -1] - rmse_t[:, -2]) / rmse_t[:, -2],
+    }
 
 
 def gap_summary(fits: Mapping, by_p: Mapping, name: str, widths, ps) -> dict:
@@ -458,12 +529,15 @@ def gap_summary(fits: Mapping, by_p: Mapping, name: str, widths, ps) -> dict:
     gap = gap_splits.mean(axis=0)
     gap_p = over_p(by_p, name, "gap", ps)
     return {
-        "gap": gap, "slope": loglog_slope(widths, gap),
+        "gap": gap,
+        "slope": loglog_slope(widths, gap),
         "local": np.diff(np.log(gap)) / np.diff(np.log(widths)),
         "scaled": gap * widths / common_p(fits),  # N · gap / p: a neuron's mean variance / 2
-        "gap_p": gap_p, "p_slope": loglog_slope(ps, gap_p),
-        "sd_a": [float(jnp.mean(r["q"].scale[1]["W"])) for r in fits[name, 0]["rows"]
-                 if r["tempered"]],
+        "gap_p": gap_p,
+        "p_slope": loglog_slope(ps, gap_p),
+        "sd_a": [
+            float(jnp.mean(r["q"].scale[1]["W"])) for r in fits[name, 0]["rows"] if r["tempered"]
+        ],
         "tail": tail_slopes(widths, gap_splits),
         "before": tail_slopes(widths[:-1], gap_splits[:, :-1]) if len(widths) > 2 else None,
-    }  # fmt: skip
+    }

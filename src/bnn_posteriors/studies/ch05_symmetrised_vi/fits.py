@@ -92,8 +92,11 @@ def orbit_summary(rng_key, widths, num_nets: int, *, num_points: int = 64, **mod
         k_p, k_x, k_y = jax.random.split(key, 3)
         params = nets.mlp_init(k_p, widths)
         x = jax.random.normal(k_x, (num_points, widths[0]))
-        y = (jax.random.normal(k_y, (num_points,)) if kind == "gaussian"
-             else jax.random.randint(k_y, (num_points,), 0, widths[-1]))  # fmt: skip
+        y = (
+            jax.random.normal(k_y, (num_points,))
+            if kind == "gaussian"
+            else jax.random.randint(k_y, (num_points,), 0, widths[-1])
+        )
         orbit = permutations.permutation_orbit(params)
         flat = np.asarray(jax.vmap(lambda c: nets.flatten(c)[0])(orbit))
         joints = np.asarray(joint(flat, x, y))
@@ -142,8 +145,9 @@ def evaluate(
         y = y.astype(jnp.int32)
     k_w, k_mi, k_f = jax.random.split(rng_key, 3)
     widths = (q.loc[0]["W"].shape[0], *(layer["W"].shape[1] for layer in q.loc))
-    spec = models.MLP(widths, likelihood, activation, prior_scale=prior_scale,
-                      noise_scale=noise_scale)  # fmt: skip
+    spec = models.MLP(
+        widths, likelihood, activation, prior_scale=prior_scale, noise_scale=noise_scale
+    )
     model, kwargs = spec.model, spec.kwargs(x, y)
     guide = vi.mean_field_guide(model, init_loc=nets.sites(q.loc), scale_transform="exp")
     numpyro.handlers.seed(guide, rng_seed=0)(**kwargs)  # the prototype: draws depend on k_w alone
@@ -224,10 +228,13 @@ def fit_width(
         if directory is None:
             outs.append(compute())
             continue
-        parts = dict(keys=unit_cache.key_data(rng_keys[g]),
-                     mi_weights=np.asarray(mi_weights[g]),
-                     data=[np.asarray(a) for a in args[:4]],
-                     eval_key=unit_cache.key_data(eval_key), settings=settings)  # fmt: skip
+        parts = dict(
+            keys=unit_cache.key_data(rng_keys[g]),
+            mi_weights=np.asarray(mi_weights[g]),
+            data=[np.asarray(a) for a in args[:4]],
+            eval_key=unit_cache.key_data(eval_key),
+            settings=settings,
+        )
         outs.append(
             unit_cache.cached("sym_fit_width", parts, compute, directory, version=FIT_VERSION)
         )
@@ -235,14 +242,20 @@ def fit_width(
     return jax.tree.map(lambda *a: np.concatenate([np.asarray(v) for v in a]), *outs)
 
 
-def _fit_runs(rng_keys, mi_weights, x, y, x_test, y_test, eval_key, *, width, fit, eval_samples,
-              **model_kw) -> dict:  # fmt: skip
+def _fit_runs(
+    rng_keys, mi_weights, x, y, x_test, y_test, eval_key, *, width, fit, eval_samples, **model_kw
+) -> dict:
     categorical = model_kw.get("likelihood") == "categorical"
     widths = (np.shape(x)[1], width, int(np.max(y)) + 1 if categorical else 1)
     q, _ = fit_mean_field(rng_keys, x, y, mi_weights, widths=widths, **fit, **model_kw)
     perms = fit.get("num_perms")  # the fit's estimator of I scores it too
-    ev = jax.jit(jax.vmap(lambda q: evaluate(eval_key, q, x, y, x_test, num_samples=eval_samples,
-                                             num_perms=perms, **model_kw)))(q)  # fmt: skip
+    ev = jax.jit(
+        jax.vmap(
+            lambda q: evaluate(
+                eval_key, q, x, y, x_test, num_samples=eval_samples, num_perms=perms, **model_kw
+            )
+        )
+    )(q)
     out = dict(q=q, elbo=np.asarray(ev["elbo"]), mi=np.asarray(ev["mi"]))
     n_test = len(y_test)
     if "outputs" in ev:
@@ -294,9 +307,18 @@ def _identity_test(rng_key, q, x, y, *, num_samples, fp_floor, model_settings):
     z_unpaired = (b - a - mi) / jnp.sqrt(a_se**2 + b_se**2 + mi_se**2 + fp_floor**2)
     kurtosis = jnp.mean((e_q - a) ** 4) / jnp.var(e_q) ** 2 - 3
     return dict(
-        gap=gap, gap_se=gap_se, mi=mi, mi_se=mi_se, z=z, z_unpaired=z_unpaired, elbo_q=a,
-        elbo_q_se=a_se, elbo_qg=b, elbo_qg_se=b_se, kurtosis=kurtosis,
-    )  # fmt: skip
+        gap=gap,
+        gap_se=gap_se,
+        mi=mi,
+        mi_se=mi_se,
+        z=z,
+        z_unpaired=z_unpaired,
+        elbo_q=a,
+        elbo_q_se=a_se,
+        elbo_qg=b,
+        elbo_qg_se=b_se,
+        kurtosis=kurtosis,
+    )
 
 
 def identity_test(
@@ -312,8 +334,15 @@ def identity_test(
     """
     _check_one_hidden(q)
     x, y = map(jnp.asarray, validate.check_xy(x, y, where="identity_test", ndim=(2,)))
-    out = _identity_test(rng_key, q, x, y, num_samples=num_samples, fp_floor=float(fp_floor),
-                         model_settings=tuple(sorted(model_kw.items())))  # fmt: skip
+    out = _identity_test(
+        rng_key,
+        q,
+        x,
+        y,
+        num_samples=num_samples,
+        fp_floor=float(fp_floor),
+        model_settings=tuple(sorted(model_kw.items())),
+    )
     return {k: float(v) for k, v in out.items()}
 
 
@@ -362,8 +391,12 @@ def gains(fits: dict) -> dict:
     for w, r in fits.items():
         n = len(r["elbo"]) // 2
         elbo_gain = (r["elbo"][n:] + r["mi"][n:]) - r["elbo"][:n]
-        out[w] = dict(elbo=elbo_gain, post_hoc=r["mi"][:n], training=elbo_gain - r["mi"][:n],
-                      test_ll=r["test_ll"][n:] - r["test_ll"][:n])  # fmt: skip
+        out[w] = dict(
+            elbo=elbo_gain,
+            post_hoc=r["mi"][:n],
+            training=elbo_gain - r["mi"][:n],
+            test_ll=r["test_ll"][n:] - r["test_ll"][:n],
+        )
         if "accuracy" in r:
             out[w]["accuracy"] = r["accuracy"][n:] - r["accuracy"][:n]
     return out

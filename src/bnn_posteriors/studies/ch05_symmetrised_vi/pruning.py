@@ -58,8 +58,9 @@ def unit_pruning(q: MeanField, *, prior_scale: float = 1.0, threshold: float = 2
     with np.errstate(invalid="ignore"):
         kl_pruned = np.where(pruned, kl, 0).sum(-1) / pruned.sum(-1)
         kl_kept = np.where(~pruned, kl, 0).sum(-1) / (~pruned).sum(-1)
-    return dict(pruned=pruned.mean(-1), kept=(~pruned).sum(-1), kl_pruned=kl_pruned,
-                kl_kept=kl_kept)  # fmt: skip
+    return dict(
+        pruned=pruned.mean(-1), kept=(~pruned).sum(-1), kl_pruned=kl_pruned, kl_kept=kl_kept
+    )
 
 
 def pruning_table(pruning: dict) -> str:
@@ -67,16 +68,27 @@ def pruning_table(pruning: dict) -> str:
     ± sd over runs of the pruned fraction and of the units kept, mean KL per parameter of the
     pruned and of the kept units ("—" where no run has such a unit). ``pruning``: width → its
     result."""
-    header = ["H", "pruned units", "units kept", "KL per parameter, pruned units (nats)",
-              "KL per parameter, kept units (nats)"]  # fmt: skip
+    header = [
+        "H",
+        "pruned units",
+        "units kept",
+        "KL per parameter, pruned units (nats)",
+        "KL per parameter, kept units (nats)",
+    ]
     rows = []
     for w, p in pruning.items():
         kl = [
             tables.number(float(np.nanmean(p[k])), ".4f") if np.isfinite(p[k]).any() else "—"
             for k in ("kl_pruned", "kl_kept")
         ]
-        rows.append([w, tables.pm((np.mean(p["pruned"]), np.std(p["pruned"]))),
-                     tables.pm((np.mean(p["kept"]), np.std(p["kept"])), ".1f"), *kl])  # fmt: skip
+        rows.append(
+            [
+                w,
+                tables.pm((np.mean(p["pruned"]), np.std(p["pruned"]))),
+                tables.pm((np.mean(p["kept"]), np.std(p["kept"])), ".1f"),
+                *kl,
+            ]
+        )
     return tables.markdown_table(header, rows, align="rrrrr")
 
 
@@ -95,11 +107,14 @@ def collapse_by_width(fits: dict, n_runs: int) -> dict:
     n_runs = validate.positive_int("n_runs", n_runs, where="collapse_by_width")
     plain = slice(0, n_runs)
     per_width = {
-        w: dict(deficit=math.lgamma(w + 1) - np.asarray(r["mi"][plain]),
-                pruned=pruned_fraction(r["q"])[plain], elbo=np.asarray(r["elbo"][plain]),
-                test_ll=np.asarray(r["test_ll"][plain]))
+        w: dict(
+            deficit=math.lgamma(w + 1) - np.asarray(r["mi"][plain]),
+            pruned=pruned_fraction(r["q"])[plain],
+            elbo=np.asarray(r["elbo"][plain]),
+            test_ll=np.asarray(r["test_ll"][plain]),
+        )
         for w, r in fits.items()
-    }  # fmt: skip
+    }
     h_all = np.repeat(np.array(list(per_width), dtype=float), n_runs)
     fit = stats.linregress(h_all, np.concatenate([b["deficit"] for b in per_width.values()]))
     half = stats.t.ppf(0.975, len(h_all) - 2) * fit.stderr
@@ -113,8 +128,10 @@ def pruning_summary(pruning: dict) -> dict:
     units ``kl_pruned`` (NaN where no run pruned one) and of the kept ones ``kl_kept``, and
     a one-line ``verdict`` on whether plain MFVI prunes units at these widths."""
     pruned = np.array([np.mean(p["pruned"]) for p in pruning.values()])
-    kl_pruned = [float(np.nanmean(p["kl_pruned"])) if np.isfinite(p["kl_pruned"]).any()
-                 else math.nan for p in pruning.values()]  # fmt: skip
+    kl_pruned = [
+        float(np.nanmean(p["kl_pruned"])) if np.isfinite(p["kl_pruned"]).any() else math.nan
+        for p in pruning.values()
+    ]
     if not pruned.any():
         verdict = (
             "plain MFVI prunes no unit at these widths: every unit carries signal to some class"
@@ -123,6 +140,9 @@ def pruning_summary(pruning: dict) -> dict:
         verdict = "plain MFVI prunes units at these widths, most of them at the largest"
     else:
         verdict = "plain MFVI prunes some units at these widths"
-    return dict(pruned=pruned, kl_pruned=kl_pruned,
-                kl_kept=[float(np.nanmean(p["kl_kept"])) for p in pruning.values()],
-                verdict=verdict)  # fmt: skip
+    return dict(
+        pruned=pruned,
+        kl_pruned=kl_pruned,
+        kl_kept=[float(np.nanmean(p["kl_kept"])) for p in pruning.values()],
+        verdict=verdict,
+    )

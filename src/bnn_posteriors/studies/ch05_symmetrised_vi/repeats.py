@@ -25,18 +25,29 @@ from bnn_posteriors.site import tables
 from bnn_posteriors.studies.ch05_symmetrised_vi import fits as sx
 
 
-def identity_repeats(rng_key, q: MeanField, x, y, *, repeats: int, num_samples: int,
-                     fp_floor: float, **model_kw) -> dict:  # fmt: skip
+def identity_repeats(
+    rng_key, q: MeanField, x, y, *, repeats: int, num_samples: int, fp_floor: float, **model_kw
+) -> dict:
     """:func:`sx.identity_test` repeated: repeat 0 with ``rng_key``, repeat r with
     ``fold_in(rng_key, r)``. Returns each of its values as an array over the repeats."""
     keys = [rng_key] + [jax.random.fold_in(rng_key, r) for r in range(1, repeats)]
-    runs = [sx.identity_test(k, q, x, y, num_samples=num_samples, fp_floor=fp_floor, **model_kw)
-            for k in keys]  # fmt: skip
+    runs = [
+        sx.identity_test(k, q, x, y, num_samples=num_samples, fp_floor=fp_floor, **model_kw)
+        for k in keys
+    ]
     return {name: np.array([r[name] for r in runs]) for name in runs[0]}
 
 
-def mi_curves(rng_key, q: MeanField, *, width: int, separations: Sequence[float], ks: tuple,
-              infonce_samples: int, num_samples: int) -> dict:  # fmt: skip
+def mi_curves(
+    rng_key,
+    q: MeanField,
+    *,
+    width: int,
+    separations: Sequence[float],
+    ks: tuple,
+    infonce_samples: int,
+    num_samples: int,
+) -> dict:
     """I along the separation of the units, and the bound Î_K of the fit ``q`` (C5.2).
 
     A base q of ``width`` units with random means (keys ``fold_in(rng_key, 0..1)``) gives
@@ -47,13 +58,11 @@ def mi_curves(rng_key, q: MeanField, *, width: int, separations: Sequence[float]
     """
     base = mean_field.init(rng_key, (1, width, 1), loc_scale=1.0, init_scale=0.3)
     base.loc[0]["b"] = jax.random.normal(jax.random.fold_in(rng_key, 1), (width,))
-    separation = sx.separation_curve(jax.random.fold_in(rng_key, 2), base, separations,
-                                     num_samples)  # fmt: skip
+    separation = sx.separation_curve(jax.random.fold_in(rng_key, 2), base, separations, num_samples)
     curve = jax.jit(sym.infonce_curve, static_argnums=(2, 3), static_argnames="paired")
     key_3, key_4 = jax.random.fold_in(rng_key, 3), jax.random.fold_in(rng_key, 4)
     infonce = np.stack([np.asarray(v) for v in curve(key_3, q, ks, infonce_samples)], 1)
-    gap_k = np.stack([np.asarray(v) for v in curve(key_4, q, ks, infonce_samples, paired=True)],
-                     1)  # fmt: skip
+    gap_k = np.stack([np.asarray(v) for v in curve(key_4, q, ks, infonce_samples, paired=True)], 1)
     step_z, unsaturated = sx.separation_steps(separation, math.lgamma(width + 1))
     return {
         "separation": separation,
@@ -66,9 +75,18 @@ def mi_curves(rng_key, q: MeanField, *, width: int, separations: Sequence[float]
 
 
 def nuts_arrangements(
-    rng_key, q: MeanField, x, y, *, width: int, num_chains: int, num_warmup: int, num_samples: int,
-    target_acceptance_rate: float, **model_kw,
-) -> dict:  # fmt: skip
+    rng_key,
+    q: MeanField,
+    x,
+    y,
+    *,
+    width: int,
+    num_chains: int,
+    num_warmup: int,
+    num_samples: int,
+    target_acceptance_rate: float,
+    **model_kw,
+) -> dict:
     """NUTS on the one-hidden-layer network, and which permuted copy g·q fits each draw best.
 
     ``model_kw``: activation, prior and noise scales of :func:`models.mlp_regression`. Draws
@@ -78,12 +96,18 @@ def nuts_arrangements(
     frequent arrangement) and ``stay`` (the mean share of a chain's draws in its own).
     """
     draws, stats = mcmc.nuts(
-        rng_key, models.mlp_regression, dict(x=x, y=y, widths=(1, width, 1), **model_kw),
-        num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
+        rng_key,
+        models.mlp_regression,
+        dict(x=x, y=y, widths=(1, width, 1), **model_kw),
+        num_chains=num_chains,
+        num_warmup=num_warmup,
+        num_samples=num_samples,
         target_acceptance_rate=target_acceptance_rate,
-    )  # fmt: skip
-    flat = [{k: draws[f"{k}{i}"].reshape(-1, *draws[f"{k}{i}"].shape[2:]) for k in "Wb"}
-            for i in range(2)]  # fmt: skip
+    )
+    flat = [
+        {k: draws[f"{k}{i}"].reshape(-1, *draws[f"{k}{i}"].shape[2:]) for k in "Wb"}
+        for i in range(2)
+    ]
     n_draw = num_chains * num_samples
     k_draws = jax.random.fold_in(rng_key, 1)
     group = permutations.permutation_group(width)
@@ -108,8 +132,9 @@ def mi_ceiling(width: int, num_perms: int | None = None) -> float:
     return log_g if num_perms is None else min(math.log(num_perms), log_g)
 
 
-def mi_gradient_norm(rng_key, q: MeanField, *, num_draws: int = 64,
-                     num_perms: int | None = None) -> np.ndarray:  # fmt: skip
+def mi_gradient_norm(
+    rng_key, q: MeanField, *, num_draws: int = 64, num_perms: int | None = None
+) -> np.ndarray:
     """Per run: the Euclidean norm of the gradient of the symmetrisation term of the objective
     (:func:`.symmetrised.mi_term`, exact I or Î_K with K = ``num_perms``) with respect to all
     the variational parameters (means and log sds) of ``q``, whose leaves carry a leading run
@@ -122,8 +147,9 @@ def mi_gradient_norm(rng_key, q: MeanField, *, num_draws: int = 64,
     return np.asarray(jax.jit(jax.vmap(one))(q))
 
 
-def symmetrised_gains(fits: dict, *, num_perms: int | None = None, tie: float = 1e-6,
-                      level: float = 0.95) -> dict:  # fmt: skip
+def symmetrised_gains(
+    fits: dict, *, num_perms: int | None = None, tie: float = 1e-6, level: float = 0.95
+) -> dict:
     """C5.4 on one data set: "improved predictions and a higher ELBO" ([SYM], abstract) read as
     symmetrised ≥ plain at every width and > at the largest, on paired seeds.
 
@@ -155,20 +181,29 @@ def symmetrised_gains(fits: dict, *, num_perms: int | None = None, tie: float = 
     training = np.stack([diagnostics.paired_interval(gain[w]["training"], level) for w in widths])
     ceilings = np.array([mi_ceiling(w, num_perms) for w in widths])
     deficit = np.array(
-        [c - np.mean(fits[w]["mi"][: len(gain[w]["elbo"])]) for w, c in zip(widths, ceilings,
-                                                                               strict=True)]
-    )  # fmt: skip
+        [
+            c - np.mean(fits[w]["mi"][: len(gain[w]["elbo"])])
+            for w, c in zip(widths, ceilings, strict=True)
+        ]
+    )
     last, c_last = widths[-1], ceilings[-1]
     return dict(
-        widths=tuple(widths), num_perms=num_perms, elbo=elbo, training=training,
-        test_ll=test_ll, level=level, tie=tie,
+        widths=tuple(widths),
+        num_perms=num_perms,
+        elbo=elbo,
+        training=training,
+        test_ll=test_ll,
+        level=level,
+        tie=tie,
         better=np.array([elbo[-1, 1], test_ll[-1, 1]]),
         not_worse=np.concatenate([elbo[:, 2], test_ll[:, 2]]),
-        ceiling=ceilings, deficit=deficit, decidable=bool(deficit[-1] >= math.log(2)),
+        ceiling=ceilings,
+        deficit=deficit,
+        decidable=bool(deficit[-1] >= math.log(2)),
         saturation=float(np.max(np.abs(np.asarray(fits[last]["mi"]) - c_last))),
         elbo_minus_ceiling=float(np.max(np.abs(gain[last]["elbo"] - c_last))),
         largest_tie=float(np.max(np.abs(gain[last]["test_ll"]))),
-    )  # fmt: skip
+    )
 
 
 def decidability_gate(reading: Mapping, grad_norm, *, reference: str = "") -> Gate:
@@ -183,28 +218,39 @@ def decidability_gate(reading: Mapping, grad_norm, *, reference: str = "") -> Ga
     """
     w, c, d = reading["widths"][-1], reading["ceiling"][-1], reading["deficit"][-1]
     k = reading["num_perms"]
-    name, ceiling = (("the exact I", f"log|G| = log {w}! = {c:.3f}") if k is None
-                     else (f"Î_K (K = {k})", f"log K = {c:.3f}"))  # fmt: skip
+    name, ceiling = (
+        ("the exact I", f"log|G| = log {w}! = {c:.3f}")
+        if k is None
+        else (f"Î_K (K = {k})", f"log K = {c:.3f}")
+    )
     grad = f"{float(np.mean(grad_norm)):.1e}{reference}"
     if reading["decidable"]:
-        why = (f"at H = {w} the plain fits merge units that the objective can see: {name} is "
-               f"{d:.2f} nats below its ceiling {ceiling} on average, at least the log 2 of one "
-               f"pair of identical units (gradient norm of the term {grad})")  # fmt: skip
+        why = (
+            f"at H = {w} the plain fits merge units that the objective can see: {name} is "
+            f"{d:.2f} nats below its ceiling {ceiling} on average, at least the log 2 of one "
+            f"pair of identical units (gradient norm of the term {grad})"
+        )
     elif reading["saturation"] < 1e-3:
-        why = (f"at H = {w} the symmetrisation term is saturated: {name} of every plain and "
-               f"symmetrised fit is within {reading['saturation']:.1e} nats of its ceiling "
-               f"{ceiling}, so its gradient at the plain fits has norm {grad}, the ELBO gain "
-               f"equals the ceiling to {reading['elbo_minus_ceiling']:.1e} nats and the paired "
-               f"runs end at the same q (largest test-log-lik gain of a seed "
-               f"{reading['largest_tie']:.1e} nats per point)")  # fmt: skip
+        why = (
+            f"at H = {w} the symmetrisation term is saturated: {name} of every plain and "
+            f"symmetrised fit is within {reading['saturation']:.1e} nats of its ceiling "
+            f"{ceiling}, so its gradient at the plain fits has norm {grad}, the ELBO gain "
+            f"equals the ceiling to {reading['elbo_minus_ceiling']:.1e} nats and the paired "
+            f"runs end at the same q (largest test-log-lik gain of a seed "
+            f"{reading['largest_tie']:.1e} nats per point)"
+        )
     else:
-        why = (f"at H = {w} the plain fits merge too few units for the symmetrisation term to "
-               f"act on: {name} is {d:.2f} nats below its ceiling {ceiling} on average, less "
-               f"than the log 2 of one pair of identical units (gradient norm {grad})")  # fmt: skip
-    decide = (f"widths at which the plain fits merge units as the objective's estimator of I "
-              f"sees them (ceiling − I ≥ log 2 nats): the exact I up to H = "
-              f"{permutations.MAX_EXACT_WIDTH}, beyond that an estimator of I that does not "
-              f"saturate at log K (Î_K needs K of the order of |G| = H!)")  # fmt: skip
+        why = (
+            f"at H = {w} the plain fits merge too few units for the symmetrisation term to "
+            f"act on: {name} is {d:.2f} nats below its ceiling {ceiling} on average, less "
+            f"than the log 2 of one pair of identical units (gradient norm {grad})"
+        )
+    decide = (
+        f"widths at which the plain fits merge units as the objective's estimator of I "
+        f"sees them (ceiling − I ≥ log 2 nats): the exact I up to H = "
+        f"{permutations.MAX_EXACT_WIDTH}, beyond that an estimator of I that does not "
+        f"saturate at log K (Î_K needs K of the order of |G| = H!)"
+    )
     return Gate(passed=bool(reading["decidable"]), why=why, decide=decide)
 
 
@@ -213,13 +259,20 @@ def gains_interval_table(reading: Mapping) -> str:
     (ceiling − I) and the mean [interval] over paired seeds of the ELBO gain, of its part from
     training and of the test-log-likelihood gain per point."""
     pct = f"{100 * reading['level']:.0f}%"
-    header = ["H", "plain: ceiling − I", f"ELBO gain [{pct}]", f"from training [{pct}]",
-              f"test log-lik gain [{pct}]"]  # fmt: skip
+    header = [
+        "H",
+        "plain: ceiling − I",
+        f"ELBO gain [{pct}]",
+        f"from training [{pct}]",
+        f"test log-lik gain [{pct}]",
+    ]
     rows = []
     for i, w in enumerate(reading["widths"]):
-        cells = [f"{m:+.{d}f} [{lo:+.{d}f}, {hi:+.{d}f}]"
-                 for key, d in (("elbo", 2), ("training", 2), ("test_ll", 4))
-                 for m, lo, hi in [reading[key][i]]]  # fmt: skip
+        cells = [
+            f"{m:+.{d}f} [{lo:+.{d}f}, {hi:+.{d}f}]"
+            for key, d in (("elbo", 2), ("training", 2), ("test_ll", 4))
+            for m, lo, hi in [reading[key][i]]
+        ]
         rows.append([w, f"{reading['deficit'][i]:.2f}", *cells])
     return tables.markdown_table(header, rows, align="rrrrr")
 
@@ -232,5 +285,7 @@ def committed_gains(record: dict | None) -> dict:
         return {"test_ll": np.array([np.nan]), "elbo": np.array([np.nan])}
     match = re.search(r"MNIST ELBO \[([^\]]*)\]", record.get("note", ""))
     elbo = [float(v) for v in match.group(1).split(",")] if match else [np.nan]
-    return {"test_ll": np.atleast_1d(np.asarray(record["value"], dtype=float)),
-            "elbo": np.array(elbo)}  # fmt: skip
+    return {
+        "test_ll": np.atleast_1d(np.asarray(record["value"], dtype=float)),
+        "elbo": np.array(elbo),
+    }

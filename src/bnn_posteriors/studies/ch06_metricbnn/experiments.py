@@ -132,21 +132,30 @@ def gap_ratio(thetas, problem: GapRegression) -> float:
     thetas: flat parameter samples (S, P) of an approximate posterior; above 1 when its
     predictive widens in the gap.
     """
-    return float(_output_sd(thetas, problem, problem.x_gap).mean() /
-                 _output_sd(thetas, problem, problem.x).mean())  # fmt: skip
+    return float(
+        _output_sd(thetas, problem, problem.x_gap).mean()
+        / _output_sd(thetas, problem, problem.x).mean()
+    )
 
 
 def gap_nll(thetas, problem: GapRegression) -> float:
     """Negative LPPD (nats per point) of the gap points under the samples (S, P) (C6.3)."""
-    f = np.asarray(metricbnn.push_forward(thetas, problem.unravel, problem.apply_fn,
-                                          problem.x_gap))[..., 0]  # fmt: skip
+    f = np.asarray(
+        metricbnn.push_forward(thetas, problem.unravel, problem.apply_fn, problem.x_gap)
+    )[..., 0]
     return float(-metrics.lppd(jnp.asarray(problem.y_gap), f, problem.noise_scale))
 
 
 def latent_posterior_metrics(
-    rng_key, theta_map, trajectories, latent, problem: GapRegression, *, num_samples: int,
+    rng_key,
+    theta_map,
+    trajectories,
+    latent,
+    problem: GapRegression,
+    *,
+    num_samples: int,
     gaussian=None,
-) -> dict:  # fmt: skip
+) -> dict:
     """C6.3 and C6.4 on one MAP θ* (P,) with its trajectories (N, T, P) and latent model.
 
     The gap NLL of the Gaussian of the solutions minus that of the latent posterior
@@ -158,9 +167,14 @@ def latent_posterior_metrics(
     of :func:`metricbnn.gaussian_of_samples` of the trajectories if the caller has it (its
     SVD is not run again); None: computed here.
     """
-    train_mse = metricbnn.refinement_loss(problem.unravel, problem.apply_fn, problem.x,
-                                          problem.y, likelihood="gaussian",
-                                          regularised=False)  # fmt: skip
+    train_mse = metricbnn.refinement_loss(
+        problem.unravel,
+        problem.apply_fn,
+        problem.x,
+        problem.y,
+        likelihood="gaussian",
+        regularised=False,
+    )
     k_gauss, k_latent = jax.random.split(rng_key)
     if gaussian is None:
         gaussian = metricbnn.gaussian_of_samples(trajectories.reshape(-1, theta_map.size))
@@ -173,12 +187,15 @@ def latent_posterior_metrics(
     mse_proj = np.asarray(jax.lax.map(train_mse, projected, batch_size=100))
     start = jnp.broadcast_to(theta_map, (trajectories.shape[0], 1, theta_map.size))
     z_walk = metricbnn.to_latent(latent, jnp.concatenate([start, trajectories], axis=1))
-    return {"gap NLL: Gaussian - latent": gap_nll(gauss, problem) - gap_nll(decoded, problem),
-            "mean loss ratio - 1": float(mse.mean() - 1),
-            "max loss ratio - 1": float(mse.max() - 1),
-            "projected solutions: mean loss ratio - 1":
-                float(mse_proj.mean() / float(train_mse(theta_map)) - 1),
-            "straightness": float(np.mean(metricbnn.straightness(z_walk)))}  # fmt: skip
+    return {
+        "gap NLL: Gaussian - latent": gap_nll(gauss, problem) - gap_nll(decoded, problem),
+        "mean loss ratio - 1": float(mse.mean() - 1),
+        "max loss ratio - 1": float(mse.max() - 1),
+        "projected solutions: mean loss ratio - 1": float(
+            mse_proj.mean() / float(train_mse(theta_map)) - 1
+        ),
+        "straightness": float(np.mean(metricbnn.straightness(z_walk))),
+    }
 
 
 def snelson_repeat(
@@ -203,14 +220,25 @@ def snelson_repeat(
     """
     k_init, k_curv, k_walk, k_metrics = jax.random.split(rng_key, 4)
     p, _ = map_estimate.train_map(
-        nets.mlp_init(k_init, widths, scheme="fan_in"), problem.x, problem.y, likelihood="gaussian",
-        noise_scale=problem.noise_scale, prior_precision=prior_precision, num_steps=map_steps,
+        nets.mlp_init(k_init, widths, scheme="fan_in"),
+        problem.x,
+        problem.y,
+        likelihood="gaussian",
+        noise_scale=problem.noise_scale,
+        prior_precision=prior_precision,
+        num_steps=map_steps,
         learning_rate=map_learning_rate,
-    )  # fmt: skip
+    )
     th = ravel_pytree(p)[0]
-    loss = metricbnn.refinement_loss(problem.unravel, problem.apply_fn, problem.x, problem.y,
-                                     likelihood="gaussian", noise_scale=problem.noise_scale,
-                                     prior_precision=prior_precision)  # fmt: skip
+    loss = metricbnn.refinement_loss(
+        problem.unravel,
+        problem.apply_fn,
+        problem.x,
+        problem.y,
+        likelihood="gaussian",
+        noise_scale=problem.noise_scale,
+        prior_precision=prior_precision,
+    )
     lr = metricbnn.stable_learning_rate(loss, th, k_curv, refine_learning_rate)
     walk, ae, _ = walk_fn(k_walk, loss, th, learning_rate=lr)
     return latent_posterior_metrics(k_metrics, th, walk, ae, problem, num_samples=num_samples)
@@ -219,8 +247,14 @@ def snelson_repeat(
 SNELSON_VERSION = "snelson-repeat-1"  # bump when a repeat's result can change (cache rule)
 
 
-def snelson_repeats(rng_key, problem: GapRegression, repeats: Sequence[int], *,
-                    cache: bool | Path = False, **repeat_kw) -> list[dict]:  # fmt: skip
+def snelson_repeats(
+    rng_key,
+    problem: GapRegression,
+    repeats: Sequence[int],
+    *,
+    cache: bool | Path = False,
+    **repeat_kw,
+) -> list[dict]:
     """:func:`snelson_repeat` for each r in ``repeats`` with the key ``fold_in(rng_key, r)``.
 
     ``repeat_kw``: its settings (``walk_fn`` a partial of
@@ -234,14 +268,19 @@ def snelson_repeats(rng_key, problem: GapRegression, repeats: Sequence[int], *,
     from tqdm.auto import tqdm
 
     directory = unit_cache.cache_location(cache)
-    problem_parts = dict(x=np.asarray(problem.x), y=np.asarray(problem.y),
-                         x_gap=np.asarray(problem.x_gap), y_gap=np.asarray(problem.y_gap),
-                         noise_scale=float(problem.noise_scale),
-                         apply_fn=unit_cache.function_name(problem.apply_fn))  # fmt: skip
+    problem_parts = dict(
+        x=np.asarray(problem.x),
+        y=np.asarray(problem.y),
+        x_gap=np.asarray(problem.x_gap),
+        y_gap=np.asarray(problem.y_gap),
+        noise_scale=float(problem.noise_scale),
+        apply_fn=unit_cache.function_name(problem.apply_fn),
+    )
     settings = {k: unit_cache.function_name(v) if callable(v) else v for k, v in repeat_kw.items()}
     out = []
-    bar = tqdm(list(repeats), desc="Snelson MAPs", unit="MAP", file=sys.stderr,
-               disable=directory is None)  # fmt: skip
+    bar = tqdm(
+        list(repeats), desc="Snelson MAPs", unit="MAP", file=sys.stderr, disable=directory is None
+    )
     for r in bar:
         key = jax.random.fold_in(rng_key, r)
 
@@ -252,8 +291,9 @@ def snelson_repeats(rng_key, problem: GapRegression, repeats: Sequence[int], *,
             out.append(compute())
             continue
         parts = dict(key=unit_cache.key_data(key), problem=problem_parts, settings=settings)
-        unit = unit_cache.cached("mbnn-snelson-repeat", parts, compute, directory,
-                            version=SNELSON_VERSION)  # fmt: skip
+        unit = unit_cache.cached(
+            "mbnn-snelson-repeat", parts, compute, directory, version=SNELSON_VERSION
+        )
         out.append({k: float(v) for k, v in unit.items()})
     return out
 
@@ -305,9 +345,15 @@ def uci_fit(
     ytr = jnp.asarray(ytr)
     widths = (xtr.shape[1], *hidden, int(ytr.max()) + 1)
     k_init, k_la, k_mb, k_s = jax.random.split(rng_key, 4)
-    p_map, _ = map_estimate.train_map(nets.mlp_init(k_init, widths, scheme="fan_in"), xtr, ytr,
-                                 likelihood="categorical", prior_precision=prior_precision,
-                                 num_steps=map_steps, learning_rate=map_learning_rate)  # fmt: skip
+    p_map, _ = map_estimate.train_map(
+        nets.mlp_init(k_init, widths, scheme="fan_in"),
+        xtr,
+        ytr,
+        likelihood="categorical",
+        prior_precision=prior_precision,
+        num_steps=map_steps,
+        learning_rate=map_learning_rate,
+    )
     t_map, unr = ravel_pytree(p_map)
     t0 = time.perf_counter()
     post = laplace.optimise_prior_precision(
@@ -318,8 +364,9 @@ def uci_fit(
     samples = {"LA": jax.block_until_ready(post.sample(k_la, num_samples))}
     seconds = {"LA": t_fit + time.perf_counter() - t0, "Lin LA": t_fit}
     t0 = time.perf_counter()
-    loss = metricbnn.refinement_loss(unr, _relu_net, xtr, ytr, likelihood="categorical",
-                                     prior_precision=prior_precision)  # fmt: skip
+    loss = metricbnn.refinement_loss(
+        unr, _relu_net, xtr, ytr, likelihood="categorical", prior_precision=prior_precision
+    )
     _, latent, _ = walk_fn(k_mb, loss, t_map)
     samples["MetricBNN"] = jax.block_until_ready(metricbnn.latent_sample(latent, k_s, num_samples))
     seconds["MetricBNN"] = time.perf_counter() - t0
@@ -438,16 +485,22 @@ def banana_entropies(
     k_init, k_walk, k_la, k_mb = rng_keys
     tanh_net = partial(nets.mlp_apply, activation_name="tanh")
     p_map, _ = map_estimate.train_map(
-        nets.mlp_init(k_init, widths, scheme="fan_in"), x, y, likelihood="categorical",
-        activation="tanh", prior_precision=prior_precision, num_steps=map_steps,
+        nets.mlp_init(k_init, widths, scheme="fan_in"),
+        x,
+        y,
+        likelihood="categorical",
+        activation="tanh",
+        prior_precision=prior_precision,
+        num_steps=map_steps,
         learning_rate=map_learning_rate,
-    )  # fmt: skip
+    )
     t_map, unravel = ravel_pytree(p_map)
     post = laplace.optimise_prior_precision(
         laplace.laplace(p_map, x, y, likelihood="categorical", activation="tanh")
     )
-    loss = metricbnn.refinement_loss(unravel, tanh_net, x, y, likelihood="categorical",
-                                     prior_precision=prior_precision)  # fmt: skip
+    loss = metricbnn.refinement_loss(
+        unravel, tanh_net, x, y, likelihood="categorical", prior_precision=prior_precision
+    )
     _, latent, _ = walk_fn(k_walk, loss, t_map)
     th_la = post.sample(k_la, num_samples)
     th_mb = metricbnn.latent_sample(latent, k_mb, num_samples)
@@ -545,34 +598,57 @@ def mnist_run(
     """
     k_init, k_la, k_walk, k_mb = rng_keys
     p_map, _ = map_estimate.train_map(
-        cnn.cnn_init(k_init), x, y, likelihood="categorical", apply_fn=cnn.cnn_apply,
-        prior_precision=prior_precision, num_steps=map_steps, learning_rate=map_learning_rate,
-    )  # fmt: skip
+        cnn.cnn_init(k_init),
+        x,
+        y,
+        likelihood="categorical",
+        apply_fn=cnn.cnn_apply,
+        prior_precision=prior_precision,
+        num_steps=map_steps,
+        learning_rate=map_learning_rate,
+    )
     t_map, unravel = ravel_pytree(p_map)
     nll = {}
     t0 = time.perf_counter()
-    post = laplace.optimise_prior_precision(laplace.laplace(
-        p_map, x, y, likelihood="categorical", subset="last_layer", apply_fn=cnn.cnn_apply,
-        features_fn=cnn.cnn_features))  # fmt: skip
+    post = laplace.optimise_prior_precision(
+        laplace.laplace(
+            p_map,
+            x,
+            y,
+            likelihood="categorical",
+            subset="last_layer",
+            apply_fn=cnn.cnn_apply,
+            features_fn=cnn.cnn_features,
+        )
+    )
     th_last = post.sample(k_la, num_samples)
     logits = jax.vmap(lambda t: post.model_fn(t, x_test))(th_last)
     nll["LA (last layer)"] = metrics.categorical_nll(
-        np.asarray(jax.nn.softmax(logits, -1).mean(0)), y_test)  # fmt: skip
+        np.asarray(jax.nn.softmax(logits, -1).mean(0)), y_test
+    )
     nll["Lin LA (last layer)"] = metrics.categorical_nll(
-        np.asarray(laplace.linearised_predictive(post, x_test)), y_test)  # fmt: skip
+        np.asarray(laplace.linearised_predictive(post, x_test)), y_test
+    )
     t_la = time.perf_counter() - t0
     t0 = time.perf_counter()
     scaled_precision = prior_precision * refine_n / x.shape[0]
-    loss = metricbnn.refinement_loss(unravel, cnn.cnn_apply, x[:refine_n], y[:refine_n],
-                                     likelihood="categorical",
-                                     prior_precision=scaled_precision)  # fmt: skip
+    loss = metricbnn.refinement_loss(
+        unravel,
+        cnn.cnn_apply,
+        x[:refine_n],
+        y[:refine_n],
+        likelihood="categorical",
+        prior_precision=scaled_precision,
+    )
     _, latent, _ = walk_fn(k_walk, loss, t_map)
     th_mb = metricbnn.latent_sample(latent, k_mb, num_samples)
     nll["MetricBNN"] = metrics.categorical_nll(
-        class_probs(th_mb, unravel, cnn.cnn_apply, x_test), y_test)  # fmt: skip
+        class_probs(th_mb, unravel, cnn.cnn_apply, x_test), y_test
+    )
     t_mb = time.perf_counter() - t0
     nll["MAP"] = metrics.categorical_nll(
-        np.asarray(jax.nn.softmax(cnn.cnn_apply(p_map, x_test))), y_test)  # fmt: skip
+        np.asarray(jax.nn.softmax(cnn.cnn_apply(p_map, x_test))), y_test
+    )
     return nll, {"LA (last layer)": t_la, "MetricBNN": t_mb}, int(t_map.size)
 
 
@@ -602,8 +678,9 @@ def _term_models(sizes, counts, degrees, closed_form):
     return models, misfit
 
 
-def flops_crossing(sizes, terms, *, solutions: int, num_components: int,
-                   upper: float = 1e8) -> dict:  # fmt: skip
+def flops_crossing(
+    sizes, terms, *, solutions: int, num_components: int, upper: float = 1e8
+) -> dict:
     """The size P at which the full-GGN LA's FLOP count would overtake MetricBNN's
     (C6.8, [MBNN] Fig. 5), extrapolated from the counts of :func:`cost.flops_against_depth`.
 
@@ -622,26 +699,38 @@ def flops_crossing(sizes, terms, *, solutions: int, num_components: int,
     """
     sizes = np.asarray(sizes, dtype=float)
     if sizes.ndim != 1 or sizes.size != len(terms):
-        raise ValueError(f"need one pair of term dicts per size: {len(terms)} pairs, "
-                         f"sizes of shape {sizes.shape}")  # fmt: skip
+        raise ValueError(
+            f"need one pair of term dicts per size: {len(terms)} pairs, "
+            f"sizes of shape {sizes.shape}"
+        )
     capped = sizes >= num_components
     if np.count_nonzero(capped) < 3:
-        raise ValueError(f"need at least 3 sizes P >= num_components ({num_components}) to fit "
-                         f"MetricBNN's terms, got {np.count_nonzero(capped)}")  # fmt: skip
-    la_models, la_misfit = _term_models(sizes, [t[0] for t in terms], _LA_DEGREES,
-                                        {"eigh": cost.eigh_flops})  # fmt: skip
+        raise ValueError(
+            f"need at least 3 sizes P >= num_components ({num_components}) to fit "
+            f"MetricBNN's terms, got {np.count_nonzero(capped)}"
+        )
+    la_models, la_misfit = _term_models(
+        sizes, [t[0] for t in terms], _LA_DEGREES, {"eigh": cost.eigh_flops}
+    )
     svd = np.vectorize(lambda p: cost.svd_flops(solutions, p))
-    mb_models, mb_misfit = _term_models(sizes[capped], [t[1] for t, c in zip(terms, capped,
-                                        strict=True) if c], _MB_DEGREES, {"svd": svd})  # fmt: skip
+    mb_models, mb_misfit = _term_models(
+        sizes[capped],
+        [t[1] for t, c in zip(terms, capped, strict=True) if c],
+        _MB_DEGREES,
+        {"svd": svd},
+    )
 
     def gap(p):  # LA's count minus MetricBNN's
-        return (sum(f(p) for f in la_models.values()) -
-                sum(f(p) for f in mb_models.values()))  # fmt: skip
+        return sum(f(p) for f in la_models.values()) - sum(f(p) for f in mb_models.values())
 
     grid = np.geomspace(sizes.max(), upper, 2000)
     above = np.nonzero(np.asarray(gap(grid)) >= 0)[0]
-    out = {"misfit": max(la_misfit, mb_misfit), "size": float("nan"), "la": float("nan"),
-           "metricbnn": float("nan")}  # fmt: skip
+    out = {
+        "misfit": max(la_misfit, mb_misfit),
+        "size": float("nan"),
+        "la": float("nan"),
+        "metricbnn": float("nan"),
+    }
     if above.size == 0:
         return out
     if above[0] == 0:

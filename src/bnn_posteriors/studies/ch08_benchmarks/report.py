@@ -198,12 +198,22 @@ def table2(summary: Mapping) -> str:
 def margins_table(margins: Mapping, single: Mapping, live: Mapping) -> str:
     """C8.1's margins per data set; ``live`` the quick table's BDE(10) margins (not checked)."""
     rows = [
-        (d, f"{margins[d]:+.2f}", f"{single[d][0]:+.2f}", f"{single[d][1]:+.2f}",
-         f"{live[d]:+.2f}" if d in live else "—")
+        (
+            d,
+            f"{margins[d]:+.2f}",
+            f"{single[d][0]:+.2f}",
+            f"{single[d][1]:+.2f}",
+            f"{live[d]:+.2f}" if d in live else "—",
+        )
         for d in margins
-    ]  # fmt: skip
-    header = ("data", "BDE(10) − best other", "BDE(1) first chain − best of Laplace/MFVI",
-              "average chain − best of Laplace/MFVI", "quick table (not checked)")  # fmt: skip
+    ]
+    header = (
+        "data",
+        "BDE(10) − best other",
+        "BDE(1) first chain − best of Laplace/MFVI",
+        "average chain − best of Laplace/MFVI",
+        "quick table (not checked)",
+    )
     return tables.markdown_table(header, rows, align="lrrrr")
 
 
@@ -213,11 +223,17 @@ def differences_table(summary: Mapping, sd_flag: float) -> tuple[str, dict]:
     for metric in ("lppd", "rmse"):
         for dataset, d in differences(summary, metric, "bde10").items():
             z_values[(dataset, metric)] = d["z"]
-            rows.append((
-                dataset, metric, tables.pm((d["ours"], d["ours_sd"])),
-                tables.pm((d["reference"], d["reference_sd"])), f"{d['difference']:+.3f}",
-                f"{d['z']:+.1f}", "flagged" if abs(d["z"]) > sd_flag else "",
-            ))  # fmt: skip
+            rows.append(
+                (
+                    dataset,
+                    metric,
+                    tables.pm((d["ours"], d["ours_sd"])),
+                    tables.pm((d["reference"], d["reference_sd"])),
+                    f"{d['difference']:+.3f}",
+                    f"{d['z']:+.1f}",
+                    "flagged" if abs(d["z"]) > sd_flag else "",
+                )
+            )
     header = ("data", "metric", "ours", "reference", "difference", "in split-sds", "")
     return tables.markdown_table(header, rows, align="llrrrrl"), z_values
 
@@ -230,11 +246,16 @@ def authors_table(summary: Mapping, datasets: Sequence[str]) -> str:
             if method not in summary[dataset]:
                 continue
             s = summary[dataset][method]
-            rows.append((
-                dataset, METHOD_LABELS[method], f"{s['lppd_authors'][0]:.3f}",
-                f"{REFERENCE[dataset][method]['lppd'][0]:.3f}", f"{s['lppd'][0]:.3f}",
-                f"{s['lppd_val_noise'][0]:.3f}",
-            ))  # fmt: skip
+            rows.append(
+                (
+                    dataset,
+                    METHOD_LABELS[method],
+                    f"{s['lppd_authors'][0]:.3f}",
+                    f"{REFERENCE[dataset][method]['lppd'][0]:.3f}",
+                    f"{s['lppd'][0]:.3f}",
+                    f"{s['lppd_val_noise'][0]:.3f}",
+                )
+            )
     header = ("data", "method", "authors' evaluation", "reference", "correct", "val noise")
     return tables.markdown_table(header, rows, align="llrrrr")
 
@@ -263,16 +284,28 @@ def table_figure(summary: Mapping, title: str):
         for i, (metric, label) in enumerate((("lppd", "LPPD (↑)"), ("rmse", "RMSE (↓)"))):
             ax = axes[i, j]
             ref = [REFERENCE[dataset][m][metric] for m in METHODS]
-            ax.errorbar(x + 0.15, [r[0] for r in ref], yerr=[r[1] for r in ref], fmt="s",
-                        color=plotting.OKABE_ITO[1], label="reference (Table 2)")  # fmt: skip
+            ax.errorbar(
+                x + 0.15,
+                [r[0] for r in ref],
+                yerr=[r[1] for r in ref],
+                fmt="s",
+                color=plotting.OKABE_ITO[1],
+                label="reference (Table 2)",
+            )
             if dataset in summary:
                 ours = []
                 for m in METHODS:
                     s = summary[dataset].get(m)
                     key = (lppd_key(s) if metric == "lppd" else "rmse") if s else None
                     ours.append(s[key] if s else (np.nan, np.nan, 0))
-                ax.errorbar(x - 0.15, [o[0] for o in ours], yerr=[o[1] for o in ours],
-                            fmt="o", color=plotting.OKABE_ITO[0], label="ours")  # fmt: skip
+                ax.errorbar(
+                    x - 0.15,
+                    [o[0] for o in ours],
+                    yerr=[o[1] for o in ours],
+                    fmt="o",
+                    color=plotting.OKABE_ITO[0],
+                    label="ours",
+                )
             ax.set_xticks(x, labels, rotation=45, fontsize=7)
             if i == 0:
                 ax.set_title(dataset)
@@ -289,16 +322,23 @@ def baselines_figure(summary: Mapping, datasets: Sequence[str], profile: str):
 
     fig, ax = plt.subplots(figsize=(8, 3.4))
     x = np.arange(len(datasets))
-    for k, (method, key, label) in enumerate((
-        ("laplace", "lppd_authors", "Laplace, authors' evaluation"),
-        ("laplace", "lppd_val_noise", "Laplace, correct"),
-        ("mfvi", "lppd_authors", "MFVI, authors' evaluation"),
-        ("mfvi", "lppd_val_noise", "MFVI, correct"),
-    )):  # fmt: skip
+    for k, (method, key, label) in enumerate(
+        (
+            ("laplace", "lppd_authors", "Laplace, authors' evaluation"),
+            ("laplace", "lppd_val_noise", "Laplace, correct"),
+            ("mfvi", "lppd_authors", "MFVI, authors' evaluation"),
+            ("mfvi", "lppd_val_noise", "MFVI, correct"),
+        )
+    ):
         vals = [summary[d][method][key] for d in datasets]
-        ax.errorbar(x + 0.1 * (k - 1.5), [v[0] for v in vals], yerr=[v[1] for v in vals],
-                    fmt="o" if "correct" in label else "x", color=plotting.OKABE_ITO[k],
-                    label=label)  # fmt: skip
+        ax.errorbar(
+            x + 0.1 * (k - 1.5),
+            [v[0] for v in vals],
+            yerr=[v[1] for v in vals],
+            fmt="o" if "correct" in label else "x",
+            color=plotting.OKABE_ITO[k],
+            label=label,
+        )
     for k, method in enumerate(BASELINES):
         refs = [REFERENCE[d][method]["lppd"][0] for d in datasets]
         ax.plot(x, refs, "k_", ms=14, label="Table 2 (Laplace, MFVI)" if k == 0 else None)

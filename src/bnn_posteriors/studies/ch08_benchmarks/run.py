@@ -51,11 +51,26 @@ from bnn_posteriors.studies.ch08_benchmarks.scores import (  # the scores of one
 )
 
 __all__ = [
-    "DATASETS", "METHODS", "METHOD_LABELS", "METHODS_OF_UNIT", "REFERENCE", "RESULTS", "UNITS",
+    "DATASETS",
+    "METHODS",
+    "METHOD_LABELS",
+    "METHODS_OF_UNIT",
+    "REFERENCE",
+    "RESULTS",
+    "UNITS",
     "UNIT_KEYS",
-    "authors_columns", "authors_lppd", "fit_noise", "gaussian_scores", "mixture_scores",
-    "read_results", "result_path", "run_table", "run_unit", "unit_parts", "write_result",
-]  # fmt: skip
+    "authors_columns",
+    "authors_lppd",
+    "fit_noise",
+    "gaussian_scores",
+    "mixture_scores",
+    "read_results",
+    "result_path",
+    "run_table",
+    "run_unit",
+    "unit_parts",
+    "write_result",
+]
 
 DATASETS = ("airfoil", "bikesharing", "concrete", "energy")
 RESULTS = "ch8_benchmark"  # the folder of the committed full-profile units under results/
@@ -79,19 +94,42 @@ REFERENCE = references.sap_table2()
 # The settings each unit depends on (its cache key); the rest of a config is ignored.
 UNIT_KEYS = {
     "laplace": (
-        "widths_hidden", "prior_scale", "map_steps", "map_learning_rate", "map_weight_decay",
-        "map_sigma", "ggn_sigma", "aleatoric_var",
+        "widths_hidden",
+        "prior_scale",
+        "map_steps",
+        "map_learning_rate",
+        "map_weight_decay",
+        "map_sigma",
+        "ggn_sigma",
+        "aleatoric_var",
     ),
     "mfvi": (
-        "widths_hidden", "prior_scale", "mfvi_noise", "mfvi_steps", "mfvi_learning_rate",
-        "mfvi_particles", "mfvi_init_scale", "mfvi_pred_samples",
+        "widths_hidden",
+        "prior_scale",
+        "mfvi_noise",
+        "mfvi_steps",
+        "mfvi_learning_rate",
+        "mfvi_particles",
+        "mfvi_init_scale",
+        "mfvi_pred_samples",
     ),
     "mile": (
-        "widths_hidden", "prior_scale", "de_members", "de_learning_rate", "de_weight_decay",
-        "de_max_epochs", "de_batch_size", "de_patience", "de_noise", "bde_chains",
-        "tuning_steps", "sampling_steps", "thinning", "mile_resumable",
+        "widths_hidden",
+        "prior_scale",
+        "de_members",
+        "de_learning_rate",
+        "de_weight_decay",
+        "de_max_epochs",
+        "de_batch_size",
+        "de_patience",
+        "de_noise",
+        "bde_chains",
+        "tuning_steps",
+        "sampling_steps",
+        "thinning",
+        "mile_resumable",
     ),
-}  # fmt: skip
+}
 
 # --------------------------------------------------------------------------- units
 
@@ -141,14 +179,25 @@ def _laplace_unit(key, split: data.Split, s: Mapping) -> dict:
     x, y = jnp.asarray(split.x_train, jnp.float32), jnp.asarray(split.y_train, jnp.float32)
     params0 = nets.mlp_init(key, widths, scheme="glorot")
     params, trace = map_estimate.train_map(
-        params0, x, y[:, None], likelihood="gaussian", noise_scale=s["map_sigma"],
-        prior_precision=1.0 / s["prior_scale"] ** 2, num_steps=int(s["map_steps"]),
-        learning_rate=s["map_learning_rate"], weight_decay=s["map_weight_decay"],
-    )  # fmt: skip
+        params0,
+        x,
+        y[:, None],
+        likelihood="gaussian",
+        noise_scale=s["map_sigma"],
+        prior_precision=1.0 / s["prior_scale"] ** 2,
+        num_steps=int(s["map_steps"]),
+        learning_rate=s["map_learning_rate"],
+        weight_decay=s["map_weight_decay"],
+    )
     post = laplace.laplace(
-        params, x, y[:, None], likelihood="gaussian", noise_scale=s["ggn_sigma"],
-        prior_precision=1.0 / s["prior_scale"] ** 2, subset="last_layer",
-    )  # fmt: skip
+        params,
+        x,
+        y[:, None],
+        likelihood="gaussian",
+        noise_scale=s["ggn_sigma"],
+        prior_precision=1.0 / s["prior_scale"] ** 2,
+        subset="last_layer",
+    )
 
     def predictive(x_eval):
         x_eval = jnp.asarray(x_eval, jnp.float32)
@@ -179,11 +228,16 @@ def _mfvi_unit(key, split: data.Split, s: Mapping) -> dict:
         x=x, y=y, widths=widths, prior_scale=s["prior_scale"], noise_scale=s["mfvi_noise"]
     )
     q, losses = vi.fit_mfvi(
-        key_steps, models.mlp_regression, model_kwargs, num_steps=int(s["mfvi_steps"]),
-        learning_rate=s["mfvi_learning_rate"], schedule="constant",
-        num_particles=int(s["mfvi_particles"]), init_scale=s["mfvi_init_scale"],
+        key_steps,
+        models.mlp_regression,
+        model_kwargs,
+        num_steps=int(s["mfvi_steps"]),
+        learning_rate=s["mfvi_learning_rate"],
+        schedule="constant",
+        num_particles=int(s["mfvi_particles"]),
+        init_scale=s["mfvi_init_scale"],
         init_loc=nets.sites(nets.mlp_init(key_init, widths, scheme="glorot")),
-    )  # fmt: skip
+    )
     n_pred = int(s["mfvi_pred_samples"])
     f_test = mean_field.outputs(key_pred, q, split.x_test, n_pred)[..., 0]
     f_val = mean_field.outputs(key_pred, q, split.x_val, n_pred)[..., 0]
@@ -207,12 +261,20 @@ def _mile_unit(
     widths = _widths(split, s["widths_hidden"])
     key_de, key_bde = jax.random.split(key)
     params, info = ensembles.train_ensemble(
-        key_de, split.x_train, split.y_train, split.x_val, split.y_val, widths=widths,
-        n_members=int(s["de_members"]), learning_rate=s["de_learning_rate"],
-        weight_decay=s["de_weight_decay"], max_epochs=int(s["de_max_epochs"]),
-        batch_size=int(s["de_batch_size"]), patience=int(s["de_patience"]),
+        key_de,
+        split.x_train,
+        split.y_train,
+        split.x_val,
+        split.y_val,
+        widths=widths,
+        n_members=int(s["de_members"]),
+        learning_rate=s["de_learning_rate"],
+        weight_decay=s["de_weight_decay"],
+        max_epochs=int(s["de_max_epochs"]),
+        batch_size=int(s["de_batch_size"]),
+        patience=int(s["de_patience"]),
         noise_scale=s["de_noise"],
-    )  # fmt: skip
+    )
     y_test = jnp.asarray(split.y_test)
     means = ensembles.predict(params, jnp.asarray(split.x_test, jnp.float32))  # (M, n)
     means_val = ensembles.predict(params, jnp.asarray(split.x_val, jnp.float32))
@@ -229,11 +291,18 @@ def _mile_unit(
     starts = mile.warm_start_positions(jax.tree.map(lambda a: a[:n_chains], params))
     resumable = bool(s["mile_resumable"])
     bde = mile.run_bde(
-        key_bde, split.x_train, split.y_train, starts, widths=widths,
-        prior_scale=s["prior_scale"], tuning_steps=int(s["tuning_steps"]),
-        sampling_steps=int(s["sampling_steps"]), thinning=int(s["thinning"]),
-        progress=progress and resumable, cache=cache if resumable else False,
-    )  # fmt: skip
+        key_bde,
+        split.x_train,
+        split.y_train,
+        starts,
+        widths=widths,
+        prior_scale=s["prior_scale"],
+        tuning_steps=int(s["tuning_steps"]),
+        sampling_steps=int(s["sampling_steps"]),
+        thinning=int(s["thinning"]),
+        progress=progress and resumable,
+        cache=cache if resumable else False,
+    )
     bde_means, bde_sigma = mile.predict(bde["samples"], jnp.asarray(split.x_test, jnp.float32))
     bde10 = mixture_scores(y_test, bde_means, bde_sigma)
     bde1 = mixture_scores(y_test, bde_means[:1], bde_sigma[:1])
@@ -376,12 +445,15 @@ def run_table(
             bar.set_description(f"{dataset} split {split} {unit}")
             path = None if results_dir is None else result_path(results_dir, dataset, split, unit)
             row = parts.resumed_part(
-                path, unit_parts(dataset, split, unit, cfg),
+                path,
+                unit_parts(dataset, split, unit, cfg),
                 lambda d=dataset, s=split, u=unit: run_unit(
                     d, s, u, cfg, directory=directory, progress=progress
                 ),
-                profile=cfg.get("profile"), reuse=skip_existing, mark="cached",
-            )  # fmt: skip
+                profile=cfg.get("profile"),
+                reuse=skip_existing,
+                mark="cached",
+            )
             rows.append(row)
             bar.set_postfix(last=f"{row['wall_s']:.0f}s{' (cached)' if row['cached'] else ''}")
             bar.update()

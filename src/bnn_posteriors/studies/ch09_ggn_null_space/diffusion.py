@@ -62,10 +62,17 @@ def diffusion_study(fits: list[study.Fit], rng_key, cfg, grid=None, *, project=T
             continue
         ranks[f.name] = rank
         samples = laplace_diffusion.laplace_diffusion(
-            k_diff, f.model_fn, f.theta, f.x, prior_precision=f.prior_precision,
-            noise_scale=f.noise_scale, rank=rank, num_steps=cfg.diffusion_steps,
-            num_samples=cfg.diffusion_samples, project=project,
-        )  # fmt: skip
+            k_diff,
+            f.model_fn,
+            f.theta,
+            f.x,
+            prior_precision=f.prior_precision,
+            noise_scale=f.noise_scale,
+            rank=rank,
+            num_steps=cfg.diffusion_steps,
+            num_samples=cfg.diffusion_samples,
+            project=project,
+        )
         scores[f.name] = {
             **study.predictive_scores(f, k_base, cfg.pred_samples),
             **sample_scores(f, samples),
@@ -89,15 +96,21 @@ def diffusion_evidence(result: dict, cfg) -> list[Evidence]:
             (tr_rmse, tr_nll), (te_rmse, te_nll) = s[(method, "train")], s[(method, "test")]
             numbers = (tr_rmse, tr_nll, te_rmse, -te_nll)
             rows.append([name, method, *(tables.number(v, ".3g") for v in numbers)])
-        for method, tag in (("Laplace diffusion", "diff"), ("sampled LA", "sla"),
-                            ("linearised LA", "lla")):  # fmt: skip
+        for method, tag in (
+            ("Laplace diffusion", "diff"),
+            ("sampled LA", "sla"),
+            ("linearised LA", "lla"),
+        ):
             glue[f"ch9_{tag}_train_nll_{name}"] = s[(method, "train")][1]
             glue[f"ch9_{tag}_test_lppd_{name}"] = -s[(method, "test")][1]
         glue[f"ch9_diff_rank_{name}"] = result["ranks"][name]
-    nll_gap = [s[("Laplace diffusion", "train")][1] - s[("sampled LA", "train")][1]
-               for s in scores.values()]  # fmt: skip
-    lppd_gap = [s[("sampled LA", "test")][1] - s[("Laplace diffusion", "test")][1]
-                for s in scores.values()]  # fmt: skip
+    nll_gap = [
+        s[("Laplace diffusion", "train")][1] - s[("sampled LA", "train")][1]
+        for s in scores.values()
+    ]
+    lppd_gap = [
+        s[("sampled LA", "test")][1] - s[("Laplace diffusion", "test")][1] for s in scores.values()
+    ]
     table = tables.markdown_table(
         ["data", "method", "train RMSE", "train NLL", "test RMSE", "test LPPD"], rows
     )
@@ -105,12 +118,21 @@ def diffusion_evidence(result: dict, cfg) -> list[Evidence]:
     left_out = ", ".join(f"{n} (k = {k})" for n, k in result.get("skipped", {}).items())
     if left_out:
         sizes += f"; left out, rank above {cfg.diffusion_max_rank}: {left_out}"
-    glue.update(ch9_diff_steps=cfg.diffusion_steps, ch9_diff_samples=cfg.diffusion_samples,
-                ch9_diff_max_rank=cfg.diffusion_max_rank,
-                ch9_diff_skipped=left_out or "none")  # fmt: skip
+    glue.update(
+        ch9_diff_steps=cfg.diffusion_steps,
+        ch9_diff_samples=cfg.diffusion_samples,
+        ch9_diff_max_rank=cfg.diffusion_max_rank,
+        ch9_diff_skipped=left_out or "none",
+    )
     return [
         Evidence(
-            "C9.4", nll_gap, rule="less", expect=0.0, table=table, glue=glue, labels=list(scores),
+            "C9.4",
+            nll_gap,
+            rule="less",
+            expect=0.0,
+            table=table,
+            glue=glue,
+            labels=list(scores),
             note=f"training NLL of the Laplace diffusion − of the sampled LA on "
             f"{', '.join(names)} ({sizes}; ranks "
             f"{', '.join(str(result['ranks'][n]) for n in names)})",
@@ -118,8 +140,12 @@ def diffusion_evidence(result: dict, cfg) -> list[Evidence]:
             "training NLL is lower on every set.",
         ),
         Evidence(
-            "C9.4", lppd_gap, rule="greater", expect=0.0, labels=list(scores),
+            "C9.4",
+            lppd_gap,
+            rule="greater",
+            expect=0.0,
+            labels=list(scores),
             note=f"test LPPD of the Laplace diffusion − of the sampled LA on {', '.join(names)}",
             says="The Laplace diffusion's test LPPD is higher than the sampled LA's on every set.",
         ),
-    ]  # fmt: skip
+    ]

@@ -29,8 +29,15 @@ def spectrum(eigvals, num_constraints: int, rank: int):
     return fig
 
 
-def bands(fit, grid, projected_mean, projected_sd, rng_key, num_samples: int = 200,
-          label: str = "projected posterior"):  # fmt: skip
+def bands(
+    fit,
+    grid,
+    projected_mean,
+    projected_sd,
+    rng_key,
+    num_samples: int = 200,
+    label: str = "projected posterior",
+):
     """Predictive mean ± 2 sd on ``grid`` of the MAP (σ only), the sampled LA, the
     linearised LA and the projected posterior, one panel each, over the toy's data.
 
@@ -47,9 +54,8 @@ def bands(fit, grid, projected_mean, projected_sd, rng_key, num_samples: int = 2
         ("MAP", map_mean, np.full_like(map_mean, sigma)),
         ("sampled LA", np.asarray(s_mean)[:, 0], np.sqrt(np.asarray(s_var)[:, 0])),
         ("linearised LA", np.asarray(l_mean)[:, 0], np.sqrt(np.asarray(l_var)[:, 0])),
-        (label, np.asarray(projected_mean),
-         np.sqrt(np.asarray(projected_sd) ** 2 + sigma**2)),
-    ]  # fmt: skip
+        (label, np.asarray(projected_mean), np.sqrt(np.asarray(projected_sd) ** 2 + sigma**2)),
+    ]
     fig, axes = plt.subplots(1, 4, figsize=(13, 3.2), sharey=True)
     for ax, (title, mean, sd) in zip(axes, panels, strict=True):
         ax.fill_between(g, mean - 2 * sd, mean + 2 * sd, alpha=0.3, lw=0)

@@ -55,8 +55,20 @@ class Fit:
         return float(self.posterior.prior_precision)
 
 
-def fit(name: str, x, y, x_test, y_test, *, rng_key, hidden, cfg, noise_scale: float = 1.0,
-        likelihood: str = "gaussian", activation: str | None = None) -> Fit:  # fmt: skip
+def fit(
+    name: str,
+    x,
+    y,
+    x_test,
+    y_test,
+    *,
+    rng_key,
+    hidden,
+    cfg,
+    noise_scale: float = 1.0,
+    likelihood: str = "gaussian",
+    activation: str | None = None,
+) -> Fit:
     """Train the MAP (``train_map``), fit the Laplace GGN and tune δ; the kernel projector.
 
     Regression (one output, ``noise_scale`` σ) or, with ``likelihood="categorical"``, integer
@@ -72,8 +84,12 @@ def fit(name: str, x, y, x_test, y_test, *, rng_key, hidden, cfg, noise_scale: f
         targets, outputs = y[:, None], 1
     init = nets.mlp_init(rng_key, (x.shape[1], *hidden, outputs), scheme="glorot")
     init = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), init)
-    common = dict(likelihood=likelihood, noise_scale=noise_scale,
-                  prior_precision=cfg.map_prior_precision, activation=activation)  # fmt: skip
+    common = dict(
+        likelihood=likelihood,
+        noise_scale=noise_scale,
+        prior_precision=cfg.map_prior_precision,
+        activation=activation,
+    )
     params, _ = map_estimate.train_map(
         init, x, targets, num_steps=cfg.map_steps, learning_rate=cfg.map_learning_rate, **common
     )
@@ -81,28 +97,52 @@ def fit(name: str, x, y, x_test, y_test, *, rng_key, hidden, cfg, noise_scale: f
     theta, model_fn = ns.flat_mlp(params, activation)
     jac = ns.training_jacobian(model_fn, theta, x)
     return Fit(
-        name, x, y, x_test, y_test, theta, model_fn, post, jac,
+        name,
+        x,
+        y,
+        x_test,
+        y_test,
+        theta,
+        model_fn,
+        post,
+        jac,
         ns.kernel_projector(jac, rtol=cfg.kernel_rtol),
-        float(noise_scale), likelihood, activation,
-    )  # fmt: skip
+        float(noise_scale),
+        likelihood,
+        activation,
+    )
 
 
 def toy_fit(rng_key, cfg) -> Fit:
     """The 1-D toy with a gap: Snelson's data, the points with 1.5 ≤ x ≤ 3 held out."""
     x, y, x_gap, y_gap = loaders.load_snelson(in_between=True)
     return fit(
-        "toy", x, y, x_gap, y_gap, rng_key=rng_key, hidden=tuple(cfg.toy_widths[1:-1]),
-        cfg=cfg, noise_scale=cfg.toy_noise_scale,
-    )  # fmt: skip
+        "toy",
+        x,
+        y,
+        x_gap,
+        y_gap,
+        rng_key=rng_key,
+        hidden=tuple(cfg.toy_widths[1:-1]),
+        cfg=cfg,
+        noise_scale=cfg.toy_noise_scale,
+    )
 
 
 def uci_fit(rng_key, cfg, seed: int, name: str) -> Fit:
     """The UCI set ``name``, split ``seed`` and standardised by :func:`loaders.load_split`."""
     s = loaders.load_split(name, seed)
     return fit(
-        name, s.x_train, s.y_train, s.x_test, s.y_test, rng_key=rng_key,
-        hidden=tuple(cfg.uci_hidden), cfg=cfg, noise_scale=cfg.uci_noise_scale,
-    )  # fmt: skip
+        name,
+        s.x_train,
+        s.y_train,
+        s.x_test,
+        s.y_test,
+        rng_key=rng_key,
+        hidden=tuple(cfg.uci_hidden),
+        cfg=cfg,
+        noise_scale=cfg.uci_noise_scale,
+    )
 
 
 def uci_fits(rng_key, cfg, seed: int) -> list[Fit]:
@@ -127,11 +167,17 @@ def mnist_fit(rng_key, cfg, seed: int) -> Fit:
     x, y, x_test, y_test = loaders.load_mnist_subset(seed, n_test=cfg.mnist_n_test)
     n, side = cfg.mnist_n_train, MNIST_SIDE
     return fit(
-        "mnist", loaders.mnist_downscale(x[:n], side=side), y[:n],
-        loaders.mnist_downscale(x_test, side=side), y_test, rng_key=rng_key,
-        hidden=tuple(cfg.mnist_hidden), cfg=cfg, likelihood="categorical",
+        "mnist",
+        loaders.mnist_downscale(x[:n], side=side),
+        y[:n],
+        loaders.mnist_downscale(x_test, side=side),
+        y_test,
+        rng_key=rng_key,
+        hidden=tuple(cfg.mnist_hidden),
+        cfg=cfg,
+        likelihood="categorical",
         activation=cfg.mnist_activation,
-    )  # fmt: skip
+    )
 
 
 # --------------------------------------------------------------------------- C9.1
@@ -185,7 +231,10 @@ def rank_evidence(study: dict) -> Evidence:
     )
     breaks = study["rank_hessian"] > study["NO"]
     return Evidence(
-        "C9.1", ok.tolist(), rule="true", table=table,
+        "C9.1",
+        ok.tolist(),
+        rule="true",
+        table=table,
         labels=[f"rank(GGN) ≤ N·O at N = {int(n)}" for n in study["N"]]
         + [f"dim ker = P − rank at N = {int(n)}" for n in study["N"]],
         note="rank(GGN) ≤ N·O, then dim null_space(GGN) == P − rank(GGN), per N (float64 SVD)",
@@ -198,7 +247,7 @@ def rank_evidence(study: dict) -> Evidence:
             "ch9_hessian_breaks": int(breaks.sum()),
             "ch9_rank_cases": len(study["N"]),
         },
-    )  # fmt: skip
+    )
 
 
 # --------------------------------------------------------------------------- C9.2
@@ -286,7 +335,12 @@ def underfitting_evidence(fits: list[Fit], rng_key, cfg) -> list[Evidence]:
     ]
     return [
         Evidence(
-            "C9.2", ratio, rule="greater", expect=cfg.underfit_ratio, gate=gate, table=table,
+            "C9.2",
+            ratio,
+            rule="greater",
+            expect=cfg.underfit_ratio,
+            gate=gate,
+            table=table,
             labels=names,
             note=f"sampled-LA training RMSE / MAP training RMSE on {', '.join(names)}",
             says="The sampled LA's training RMSE is a multiple of the MAP's on every set: it "
@@ -294,12 +348,22 @@ def underfitting_evidence(fits: list[Fit], rng_key, cfg) -> list[Evidence]:
             glue={**glue, "ch9_underfit_ratio": cfg.underfit_ratio},
         ),
         Evidence(
-            "C9.2", nll_gap, rule="less", expect=0.0, gate=gate, labels=names,
+            "C9.2",
+            nll_gap,
+            rule="less",
+            expect=0.0,
+            gate=gate,
+            labels=names,
             note="linearised-LA training NLL − sampled-LA training NLL, per set",
             says="The linearised LA's training NLL is below the sampled LA's on every set.",
         ),
         Evidence(
-            "C9.2", split, rule="greater", expect=1.0, gate=gate, labels=list(changes),
+            "C9.2",
+            split,
+            rule="greater",
+            expect=1.0,
+            gate=gate,
+            labels=list(changes),
             table=tables.markdown_table(
                 ["data", "RMS change, Δ", "kernel part", "image part"], split_rows
             ),
@@ -308,7 +372,7 @@ def underfitting_evidence(fits: list[Fit], rng_key, cfg) -> list[Evidence]:
             says="The kernel part of the sampled-LA perturbations moves the network's training "
             "predictions more than the image part: the underfitting comes from the kernel.",
         ),
-    ]  # fmt: skip
+    ]
 
 
 # --------------------------------------------------------------------------- C9.3
@@ -364,15 +428,23 @@ def projected_evidence(f: Fit, study: dict, grid, cfg) -> list[Evidence]:
     errors = study["errors"]
     return [
         Evidence(
-            "C9.3", float(study["residual"].max()), rule="less", expect=cfg.residual_tolerance,
+            "C9.3",
+            float(study["residual"].max()),
+            rule="less",
+            expect=cfg.residual_tolerance,
             note=f"max over {len(study['residual'])} projected samples of ‖JΔθ‖/(‖J‖₂‖Δθ‖)",
             says="Projected-posterior samples leave the linearised training predictions "
             "unchanged to round-off.",
-            glue={"ch9_residual": float(study["residual"].max()),
-                  "ch9_residual_tol": cfg.residual_tolerance},
+            glue={
+                "ch9_residual": float(study["residual"].max()),
+                "ch9_residual_tol": cfg.residual_tolerance,
+            },
         ),
         Evidence(
-            "C9.3", float(errors[-1] / errors[0]), rule="less", expect=0.1,
+            "C9.3",
+            float(errors[-1] / errors[0]),
+            rule="less",
+            expect=0.1,
             finding="alternating-projections",
             note=f"alternating projections: mean relative error to the dense P_ker after the "
             f"last of {len(errors)} sweeps / after the first (per sweep: "
@@ -380,18 +452,28 @@ def projected_evidence(f: Fit, study: dict, grid, cfg) -> list[Evidence]:
             says=f"The sweeps do not converge: the error to the dense projector is "
             f"{errors[0]:.2g} after one sweep and {errors[-1]:.2g} after {len(errors)}, not an "
             f"order of magnitude smaller.",
-            glue={"ch9_ap_first": float(errors[0]), "ch9_ap_last": float(errors[-1]),
-                  "ch9_ap_sweeps": len(errors), "ch9_ap_batch": cfg.ap_batch_size,
-                  "ch9_ap_tol": cfg.ap_tolerance},
+            glue={
+                "ch9_ap_first": float(errors[0]),
+                "ch9_ap_last": float(errors[-1]),
+                "ch9_ap_sweeps": len(errors),
+                "ch9_ap_batch": cfg.ap_batch_size,
+                "ch9_ap_tol": cfg.ap_tolerance,
+            },
         ),
         Evidence(
-            "C9.3", float(errors[-1]), rule="less", expect=cfg.ap_tolerance,
+            "C9.3",
+            float(errors[-1]),
+            rule="less",
+            expect=cfg.ap_tolerance,
             finding="alternating-projections-error",
             note=f"relative error after {len(errors)} sweeps",
             says="After the last sweep the alternating projections match the dense projector.",
         ),
         Evidence(
-            "C9.3", [sd_gap / sd_train, sd_far / sd_train], rule="greater", expect=cfg.sd_ratio,
+            "C9.3",
+            [sd_gap / sd_train, sd_far / sd_train],
+            rule="greater",
+            expect=cfg.sd_ratio,
             labels=["in the gap", "beyond the data"],
             note="linearised predictive sd of the projected posterior: median in the gap / max "
             "at the training inputs, median beyond the data / max at the training inputs",
@@ -399,7 +481,7 @@ def projected_evidence(f: Fit, study: dict, grid, cfg) -> list[Evidence]:
             "grows in the gap and away from the data.",
             glue={"ch9_sd_train": sd_train, "ch9_sd_gap": sd_gap, "ch9_sd_far": sd_far},
         ),
-    ]  # fmt: skip
+    ]
 
 
 # --------------------------------------------------------------------------- C9.6
@@ -449,17 +531,28 @@ def lanczos_evidence(study: dict, cfg) -> list[Evidence]:
     log_ratio = math.log(study["alpha_slq"] / study["alpha"])
     return [
         Evidence(
-            "C9.6", rel, rule="approx", expect=[0.0, 0.0], tol=cfg.slq_tolerance,
+            "C9.6",
+            rel,
+            rule="approx",
+            expect=[0.0, 0.0],
+            tol=cfg.slq_tolerance,
             labels=["log det", "its gradient in δ"],
             note="relative error of SLQ log det(G + δI) and of its δ-gradient vs dense eigh",
             says="matfree's Lanczos estimates the log-determinant and its gradient in δ "
             "within the tolerance of the dense values.",
-            glue={"ch9_slq_rel": rel[0], "ch9_slq_grad_rel": rel[1],
-                  "ch9_slq_tol": cfg.slq_tolerance, "ch9_slq_probes": cfg.slq_probes,
-                  "ch9_slq_matvecs": cfg.slq_matvecs},
+            glue={
+                "ch9_slq_rel": rel[0],
+                "ch9_slq_grad_rel": rel[1],
+                "ch9_slq_tol": cfg.slq_tolerance,
+                "ch9_slq_probes": cfg.slq_probes,
+                "ch9_slq_matvecs": cfg.slq_matvecs,
+            },
         ),
         Evidence(
-            "C9.6", adjoint, rule="less", expect=1e-5,
+            "C9.6",
+            adjoint,
+            rule="less",
+            expect=1e-5,
             note="relative gap between the Lanczos-adjoint gradient and a central finite "
             "difference of the same estimate (same probes)",
             says="The gradient through matfree's Lanczos adjoints is the derivative of the "
@@ -467,11 +560,18 @@ def lanczos_evidence(study: dict, cfg) -> list[Evidence]:
             glue={"ch9_adjoint_rel": adjoint},
         ),
         Evidence(
-            "C9.6", log_ratio, rule="approx", expect=0.0, tol=cfg.alpha_tolerance,
+            "C9.6",
+            log_ratio,
+            rule="approx",
+            expect=0.0,
+            tol=cfg.alpha_tolerance,
             note="log(δ chosen with SLQ / δ chosen with the dense eigenvalues)",
             says="The evidence's δ chosen with the Lanczos log-determinant agrees with the "
             "dense choice.",
-            glue={"ch9_alpha_dense": study["alpha"], "ch9_alpha_slq": study["alpha_slq"],
-                  "ch9_alpha_tol": cfg.alpha_tolerance},
+            glue={
+                "ch9_alpha_dense": study["alpha"],
+                "ch9_alpha_slq": study["alpha_slq"],
+                "ch9_alpha_tol": cfg.alpha_tolerance,
+            },
         ),
-    ]  # fmt: skip
+    ]

@@ -61,13 +61,23 @@ def uci_samples(name: str, seed: int, rng_key, cfg6) -> UciSamples:
     fit = ch6.uci_fit(name, seed, rng_key, **ch6.uci_settings(cfg6, ch6.walker(cfg6)))
     theta, model_fn = ns.flat_mlp(fit.params, "relu")
     nll = {
-        part: {m: metrics.categorical_nll(p, np.asarray(y))
-               for m, (p, _) in ch6.uci_probs(fit, x).items()}
+        part: {
+            m: metrics.categorical_nll(p, np.asarray(y))
+            for m, (p, _) in ch6.uci_probs(fit, x).items()
+        }
         for part, x, y in (("test", fit.x_test, fit.y_test), ("train", fit.x_train, fit.y_train))
-    }  # fmt: skip
+    }
     samples = {"sampled LA": fit.samples["LA"], "MetricBNN": fit.samples["MetricBNN"]}
-    return UciSamples(name, theta, model_fn, np.asarray(fit.x_train), np.asarray(fit.y_train),
-                      samples, nll["test"], nll["train"])  # fmt: skip
+    return UciSamples(
+        name,
+        theta,
+        model_fn,
+        np.asarray(fit.x_train),
+        np.asarray(fit.y_train),
+        samples,
+        nll["test"],
+        nll["train"],
+    )
 
 
 def kernel_split(model_fn: Callable, theta, x, projector, perturbations) -> dict:
@@ -100,9 +110,13 @@ def kernel_split(model_fn: Callable, theta, x, projector, perturbations) -> dict
 
 
 def tie_back_study(
-    rng_key, cfg6, *, names: Sequence[str] = ("glass", "ionosphere"), seed: int = 0,
+    rng_key,
+    cfg6,
+    *,
+    names: Sequence[str] = ("glass", "ionosphere"),
+    seed: int = 0,
     kernel_rtol: float = 1e-6,
-) -> dict:  # fmt: skip
+) -> dict:
     """:func:`uci_samples` on each set of ``names`` (split ``seed``, key ``fold_in(rng_key, i)``)
     and :func:`kernel_split` of both samplers' perturbations, in float64 (J_train of the
     logits, (n·C, P); the numerical kernel below ``kernel_rtol``·σ_max, as C9.3's).
@@ -115,8 +129,9 @@ def tie_back_study(
         raise ValueError("tie_back_study needs float64: jax.config.update('jax_enable_x64', True)")
     unknown = [n for n in names if n not in loaders.UCI_CLASSIFICATION]
     if unknown or not names:
-        raise ValueError(f"names must be chapter 6's UCI sets {loaders.UCI_CLASSIFICATION}, "
-                         f"got {tuple(names)}")  # fmt: skip
+        raise ValueError(
+            f"names must be chapter 6's UCI sets {loaders.UCI_CLASSIFICATION}, got {tuple(names)}"
+        )
     out = {}
     for i, name in enumerate(names):
         run = uci_samples(name, seed, jax.random.fold_in(rng_key, i), cfg6)
@@ -125,13 +140,20 @@ def tie_back_study(
         jac = ns.training_jacobian(run.model_fn, theta, x)
         projector = ns.kernel_projector(jac, rtol=kernel_rtol)
         split = {
-            s: kernel_split(run.model_fn, theta, x, projector,
-                            jnp.asarray(run.samples[s], jnp.float64) - theta)
+            s: kernel_split(
+                run.model_fn, theta, x, projector, jnp.asarray(run.samples[s], jnp.float64) - theta
+            )
             for s in SAMPLERS
-        }  # fmt: skip
+        }
         rank = int(round(theta.size - float(jnp.trace(projector))))
-        out[name] = {"split": split, "test_nll": run.test_nll, "train_nll": run.train_nll,
-                     "P": int(theta.size), "NO": int(jac.shape[0]), "rank": rank}  # fmt: skip
+        out[name] = {
+            "split": split,
+            "test_nll": run.test_nll,
+            "train_nll": run.train_nll,
+            "P": int(theta.size),
+            "NO": int(jac.shape[0]),
+            "rank": rank,
+        }
     return out
 
 
@@ -149,41 +171,86 @@ def tie_back_evidence(study: dict) -> Evidence:
     for name, r in study.items():
         for s, m in zip(SAMPLERS, ("LA", "MetricBNN"), strict=True):
             sp = r["split"][s]
-            rows.append([name, s, *(tables.number(sp[k], ".3g") for k in
-                                    ("norm", "kernel_fraction", "full", "kernel", "image")),
-                         tables.number(r["train_nll"][m], ".3g"),
-                         tables.number(r["test_nll"][m], ".3g")])  # fmt: skip
-        rows.append([name, "linearised LA", "", "", "", "", "",
-                     tables.number(r["train_nll"]["Lin LA"], ".3g"),
-                     tables.number(r["test_nll"]["Lin LA"], ".3g")])  # fmt: skip
-        rows.append([name, "MAP", "", "", "", "", "",
-                     tables.number(r["train_nll"]["MAP"], ".3g"),
-                     tables.number(r["test_nll"]["MAP"], ".3g")])  # fmt: skip
+            rows.append(
+                [
+                    name,
+                    s,
+                    *(
+                        tables.number(sp[k], ".3g")
+                        for k in ("norm", "kernel_fraction", "full", "kernel", "image")
+                    ),
+                    tables.number(r["train_nll"][m], ".3g"),
+                    tables.number(r["test_nll"][m], ".3g"),
+                ]
+            )
+        rows.append(
+            [
+                name,
+                "linearised LA",
+                "",
+                "",
+                "",
+                "",
+                "",
+                tables.number(r["train_nll"]["Lin LA"], ".3g"),
+                tables.number(r["test_nll"]["Lin LA"], ".3g"),
+            ]
+        )
+        rows.append(
+            [
+                name,
+                "MAP",
+                "",
+                "",
+                "",
+                "",
+                "",
+                tables.number(r["train_nll"]["MAP"], ".3g"),
+                tables.number(r["test_nll"]["MAP"], ".3g"),
+            ]
+        )
         la, mb = r["split"]["sampled LA"], r["split"]["MetricBNN"]
         ratios.append(mb["full"] / la["full"])
-        glue.update({
-            f"ch9_tb_ratio_{name}": ratios[-1],
-            f"ch9_tb_kfrac_la_{name}": la["kernel_fraction"],
-            f"ch9_tb_kfrac_mb_{name}": mb["kernel_fraction"],
-            f"ch9_tb_change_la_{name}": la["full"],
-            f"ch9_tb_change_mb_{name}": mb["full"],
-            f"ch9_tb_nll_lin_{name}": r["test_nll"]["Lin LA"],
-            f"ch9_tb_nll_mb_{name}": r["test_nll"]["MetricBNN"],
-            f"ch9_tb_nll_map_{name}": r["test_nll"]["MAP"],
-            f"ch9_tb_nll_la_{name}": r["test_nll"]["LA"],
-            f"ch9_tb_train_mb_{name}": r["train_nll"]["MetricBNN"],
-            f"ch9_tb_train_map_{name}": r["train_nll"]["MAP"],
-            f"ch9_tb_train_la_{name}": r["train_nll"]["LA"],
-            f"ch9_tb_kfrac_iso_{name}": 1.0 - r["rank"] / r["P"],
-        })  # fmt: skip
+        glue.update(
+            {
+                f"ch9_tb_ratio_{name}": ratios[-1],
+                f"ch9_tb_kfrac_la_{name}": la["kernel_fraction"],
+                f"ch9_tb_kfrac_mb_{name}": mb["kernel_fraction"],
+                f"ch9_tb_change_la_{name}": la["full"],
+                f"ch9_tb_change_mb_{name}": mb["full"],
+                f"ch9_tb_nll_lin_{name}": r["test_nll"]["Lin LA"],
+                f"ch9_tb_nll_mb_{name}": r["test_nll"]["MetricBNN"],
+                f"ch9_tb_nll_map_{name}": r["test_nll"]["MAP"],
+                f"ch9_tb_nll_la_{name}": r["test_nll"]["LA"],
+                f"ch9_tb_train_mb_{name}": r["train_nll"]["MetricBNN"],
+                f"ch9_tb_train_map_{name}": r["train_nll"]["MAP"],
+                f"ch9_tb_train_la_{name}": r["train_nll"]["LA"],
+                f"ch9_tb_kfrac_iso_{name}": 1.0 - r["rank"] / r["P"],
+            }
+        )
     names = list(study)
     table = tables.markdown_table(
-        ["data", "method", "mean ‖Δ‖", "kernel fraction", "RMS change", "kernel part",
-         "image part", "train NLL", "test NLL"], rows,
-    )  # fmt: skip
+        [
+            "data",
+            "method",
+            "mean ‖Δ‖",
+            "kernel fraction",
+            "RMS change",
+            "kernel part",
+            "image part",
+            "train NLL",
+            "test NLL",
+        ],
+        rows,
+    )
     return Evidence(
-        "C9.2", ratios, rule="less", expect=TIE_BACK_RATIO, table=table,
-        finding="metricbnn-tie-back", labels=names,
+        "C9.2",
+        ratios,
+        rule="less",
+        expect=TIE_BACK_RATIO,
+        table=table,
+        finding="metricbnn-tie-back",
+        labels=names,
         note="RMS change of the training logits under MetricBNN's perturbations / under "
         f"sampled LA's, on {', '.join(names)} (chapter 6's pipeline); expectation (the "
         f"book's, no paper's): below {TIE_BACK_RATIO} on every set, MetricBNN keeps its "
@@ -193,4 +260,4 @@ def tie_back_evidence(study: dict) -> Evidence:
         "they keep the training fit, so the kernel's underfitting is not what separates "
         "MetricBNN from the linearised LA.",
         glue={**glue, "ch9_tb_expect": TIE_BACK_RATIO, "ch9_tb_sets": " and ".join(names)},
-    )  # fmt: skip
+    )

@@ -71,14 +71,21 @@ def kl_evidence(study: dict, cfg) -> Evidence:
     (relative error)."""
     rel = np.abs(study["closed"] - study["dense"]) / np.abs(study["dense"])
     return Evidence(
-        "C9.5", float(rel.max()), rule="less", expect=cfg.vk_kl_tolerance,
+        "C9.5",
+        float(rel.max()),
+        rule="less",
+        expect=cfg.vk_kl_tolerance,
         finding="closed-form-kl",
         note=f"max relative gap, closed-form KL vs scipy's dense KL, {len(rel)} (α, σ_ker, σ_im) "
         f"with P = {study['P']}, R = {study['R']}",
         says="VIKING's closed-form KL equals the KL computed from the dense covariance.",
-        glue={"ch9_vk_kl_rel": float(rel.max()), "ch9_vk_kl_P": study["P"],
-              "ch9_vk_kl_R": study["R"], "ch9_vk_kl_tol": cfg.vk_kl_tolerance},
-    )  # fmt: skip
+        glue={
+            "ch9_vk_kl_rel": float(rel.max()),
+            "ch9_vk_kl_P": study["P"],
+            "ch9_vk_kl_R": study["R"],
+            "ch9_vk_kl_tol": cfg.vk_kl_tolerance,
+        },
+    )
 
 
 def fit_posterior(f: Fit, rng_key, cfg) -> vk.VikingPosterior:
@@ -87,10 +94,19 @@ def fit_posterior(f: Fit, rng_key, cfg) -> vk.VikingPosterior:
     ``cfg.vk_class_kl_weight`` (``mnist.py``) for classification."""
     beta = cfg.vk_class_kl_weight if f.likelihood == "categorical" else 1.0
     return vk.fit_viking(
-        rng_key, f.model_fn, f.theta, f.x, f.y, likelihood=f.likelihood,
-        noise_scale=f.noise_scale, num_steps=cfg.vk_steps, learning_rate=cfg.vk_learning_rate,
-        num_mc_samples=cfg.vk_mc_samples, kl_weight=beta, rtol=cfg.kernel_rtol,
-    )  # fmt: skip
+        rng_key,
+        f.model_fn,
+        f.theta,
+        f.x,
+        f.y,
+        likelihood=f.likelihood,
+        noise_scale=f.noise_scale,
+        num_steps=cfg.vk_steps,
+        learning_rate=cfg.vk_learning_rate,
+        num_mc_samples=cfg.vk_mc_samples,
+        kl_weight=beta,
+        rtol=cfg.kernel_rtol,
+    )
 
 
 def orthogonality_study(f: Fit, post: vk.VikingPosterior, rng_key, num_samples: int) -> dict:
@@ -114,7 +130,10 @@ def orthogonality_evidence(study: dict, cfg) -> Evidence:
     complement, the parts orthogonal."""
     worst = [float(np.max(study[k])) for k in ("kernel_residual", "image_in_kernel", "cosine")]
     return Evidence(
-        "C9.5", worst, rule="less", expect=cfg.residual_tolerance,
+        "C9.5",
+        worst,
+        rule="less",
+        expect=cfg.residual_tolerance,
         finding="orthogonal-subspaces",
         labels=["kernel part's ‖JΔ_ker‖", "image part in the kernel", "|cosine| of the parts"],
         note="max over draws of ‖JΔ_ker‖/(‖J‖‖Δ_ker‖), ‖P_ker Δ_im‖/‖Δ_im‖ and the |cosine| "
@@ -122,7 +141,7 @@ def orthogonality_evidence(study: dict, cfg) -> Evidence:
         says="The kernel part of every VIKING draw leaves the linearised training predictions "
         "unchanged, the image part lies in the row space of J, and the two are orthogonal.",
         glue={"ch9_vk_orth": max(worst)},
-    )  # fmt: skip
+    )
 
 
 def band_study(f: Fit, post: vk.VikingPosterior, grid) -> dict:
@@ -152,8 +171,11 @@ def _scores(f: Fit, samples=None, *, mean=None, var=None) -> dict:
             probs = np.asarray(jax.nn.softmax(jnp.asarray(samples), -1).mean(0), np.float64)
         probs = probs / probs.sum(1, keepdims=True)
         y = f.y_test
-        return {"NLL": metrics.categorical_nll(probs, y), "ECE": metrics.ece(probs, y),
-                "accuracy": metrics.accuracy(probs, y)}  # fmt: skip
+        return {
+            "NLL": metrics.categorical_nll(probs, y),
+            "ECE": metrics.ece(probs, y),
+            "accuracy": metrics.accuracy(probs, y),
+        }
     if samples is None:
         mean, sd = np.asarray(mean)[:, 0], np.sqrt(np.asarray(var)[:, 0] + f.noise_scale**2)
         nll = -np.mean(metrics.pointwise_lppd64(f.y_test, mean, sd))
@@ -169,18 +191,27 @@ def mfvi_scores(f: Fit, rng_key, cfg) -> dict:
     MLP, activation, prior and likelihood."""
     k_init, k_fit, k_pred = jax.random.split(rng_key, 3)
     widths = (f.x.shape[1], *_hidden(f), int(f.model_fn(f.theta, f.x[:1]).shape[-1]))
-    kwargs = dict(x=f.x, y=jnp.asarray(f.y), widths=widths, activation=f.activation,
-                  prior_scale=1.0 / math.sqrt(cfg.map_prior_precision))  # fmt: skip
+    kwargs = dict(
+        x=f.x,
+        y=jnp.asarray(f.y),
+        widths=widths,
+        activation=f.activation,
+        prior_scale=1.0 / math.sqrt(cfg.map_prior_precision),
+    )
     model: Callable = models.mlp_classification
     if f.likelihood == "gaussian":
         model, kwargs["noise_scale"] = models.mlp_regression, f.noise_scale
     q, _ = vi.fit_mfvi(
-        k_fit, model, kwargs, num_steps=cfg.vk_mfvi_steps,
+        k_fit,
+        model,
+        kwargs,
+        num_steps=cfg.vk_mfvi_steps,
         learning_rate=cfg.vk_mfvi_learning_rate,
         init_loc=nets.sites(nets.mlp_init(k_init, widths, scheme="glorot")),
-    )  # fmt: skip
-    return _scores(f, mean_field.outputs(k_pred, q, f.x_test, cfg.pred_samples,
-                                         activation=f.activation))  # fmt: skip
+    )
+    return _scores(
+        f, mean_field.outputs(k_pred, q, f.x_test, cfg.pred_samples, activation=f.activation)
+    )
 
 
 def _hidden(f: Fit) -> tuple[int, ...]:
@@ -195,13 +226,22 @@ def metricbnn_scores(f: Fit, rng_key, cfg) -> dict:
     k_walk, k_s = jax.random.split(rng_key)
     targets = f.y if f.likelihood == "categorical" else f.y[:, None]
     loss = metricbnn.refinement_loss(
-        lambda t: t, f.model_fn, f.x, targets, likelihood=f.likelihood,
-        noise_scale=f.noise_scale, prior_precision=cfg.map_prior_precision,
-    )  # fmt: skip
+        lambda t: t,
+        f.model_fn,
+        f.x,
+        targets,
+        likelihood=f.likelihood,
+        noise_scale=f.noise_scale,
+        prior_precision=cfg.map_prior_precision,
+    )
     _, latent, _ = metricbnn.walk_and_embed(
-        k_walk, loss, f.theta, num_steps=cfg.vk_mbnn_steps, drift=cfg.vk_mbnn_drift,
+        k_walk,
+        loss,
+        f.theta,
+        num_steps=cfg.vk_mbnn_steps,
+        drift=cfg.vk_mbnn_drift,
         ae_updates=cfg.vk_mbnn_ae_updates,
-    )  # fmt: skip
+    )
     thetas = metricbnn.latent_sample(latent, k_s, cfg.pred_samples)
     return _scores(f, metricbnn.push_forward(thetas, lambda t: t, f.model_fn, f.x_test))
 
@@ -255,26 +295,40 @@ def comparison_evidence(scores: dict, posts: list[vk.VikingPosterior], cfg) -> l
     )
     return [
         Evidence(
-            "C9.5", gap_best, rule="less", expect=cfg.vk_nll_margin, table=table,
+            "C9.5",
+            gap_best,
+            rule="less",
+            expect=cfg.vk_nll_margin,
+            table=table,
             labels=list(scores),
             note=f"VIKING's test NLL − the lowest test NLL of mean-field VI, linearised LA and "
             f"MetricBNN, on {names}",
             says=f"VIKING's test NLL is the lowest of the four methods, or within "
             f"{cfg.vk_nll_margin} nats of the lowest, on {within} of the {len(gap_best)} sets"
             + (f"; it is further behind on {behind}." if behind else "."),
-            glue={**glue, "ch9_vk_margin": cfg.vk_nll_margin, "ch9_vk_steps": cfg.vk_steps,
-                  "ch9_vk_draws": cfg.vk_mc_samples, "ch9_vk_mnist": mnist_text(scores),
-                  "ch9_vk_beta": cfg.vk_class_kl_weight, **mnist_settings(cfg)},  # fmt: skip
+            glue={
+                **glue,
+                "ch9_vk_margin": cfg.vk_nll_margin,
+                "ch9_vk_steps": cfg.vk_steps,
+                "ch9_vk_draws": cfg.vk_mc_samples,
+                "ch9_vk_mnist": mnist_text(scores),
+                "ch9_vk_beta": cfg.vk_class_kl_weight,
+                **mnist_settings(cfg),
+            },
         ),
-    ]  # fmt: skip
+    ]
 
 
 def mnist_settings(cfg) -> dict:
     """Glue for the MNIST set-up: the MLP's widths, its size P, the training and test sizes."""
     widths = (MNIST_SIDE**2, *cfg.mnist_hidden, 10)  # the MLP of :func:`.study.mnist_fit`
     size = sum((a + 1) * b for a, b in zip(widths[:-1], widths[1:], strict=True))
-    return {"ch9_mnist_widths": "–".join(map(str, widths)), "ch9_mnist_P": size,
-            "ch9_mnist_train": cfg.mnist_n_train, "ch9_mnist_test": cfg.mnist_n_test}  # fmt: skip
+    return {
+        "ch9_mnist_widths": "–".join(map(str, widths)),
+        "ch9_mnist_P": size,
+        "ch9_mnist_train": cfg.mnist_n_train,
+        "ch9_mnist_test": cfg.mnist_n_test,
+    }
 
 
 def mnist_text(scores: dict) -> str:
@@ -282,6 +336,8 @@ def mnist_text(scores: dict) -> str:
     build leaves MNIST out (the quick profile)."""
     if "mnist" not in scores:
         return "This build (the quick profile) leaves MNIST out; the full profile runs it."
-    parts = [f"{m} {s['NLL']:.3g}, {s['ECE']:.3g} and {s['accuracy']:.3g}"
-             for m, s in scores["mnist"].items()]  # fmt: skip
+    parts = [
+        f"{m} {s['NLL']:.3g}, {s['ECE']:.3g} and {s['accuracy']:.3g}"
+        for m, s in scores["mnist"].items()
+    ]
     return "On MNIST the test NLL, ECE and accuracy are: " + "; ".join(parts) + "."

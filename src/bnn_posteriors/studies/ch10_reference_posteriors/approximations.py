@@ -105,25 +105,35 @@ def _map_run(rng_key, x, y, *, spec, num_steps, learning_rate, noise_rounds):
     """The MAP's parameters and σ (1 for a classifier) in one program; see :func:`_map_fit`."""
     params = nets.mlp_init(rng_key, spec.widths, scheme="glorot", bias=spec.bias)
     params = jax.tree.map(lambda a: jnp.asarray(a, F32), params)
-    common = dict(prior_precision=1.0 / spec.prior_scale**2, apply_fn=_apply_fn(spec),
-                  learning_rate=learning_rate)  # fmt: skip
+    common = dict(
+        prior_precision=1.0 / spec.prior_scale**2,
+        apply_fn=_apply_fn(spec),
+        learning_rate=learning_rate,
+    )
     if spec.likelihood == "categorical":
         params, _ = map_estimate.train_map(
             params, x, y, likelihood="categorical", num_steps=num_steps, **common
         )
         return params, jnp.ones((), F32)
     if spec.noise_scale is not None:
-        params, _ = map_estimate.train_map(params, x, y, likelihood="gaussian",
-                                           noise_scale=spec.noise_scale, num_steps=num_steps,
-                                           **common)  # fmt: skip
+        params, _ = map_estimate.train_map(
+            params,
+            x,
+            y,
+            likelihood="gaussian",
+            noise_scale=spec.noise_scale,
+            num_steps=num_steps,
+            **common,
+        )
         return params, jnp.asarray(spec.noise_scale, F32)
     sigma = jnp.std(y)
     sigma = jnp.where(sigma > 0, sigma, 1.0)
     steps = [num_steps // noise_rounds] * noise_rounds
     steps[-1] += num_steps - sum(steps)
     for n in steps:
-        params, _ = map_estimate.train_map(params, x, y, likelihood="gaussian", noise_scale=sigma,
-                                           num_steps=n, **common)  # fmt: skip
+        params, _ = map_estimate.train_map(
+            params, x, y, likelihood="gaussian", noise_scale=sigma, num_steps=n, **common
+        )
         residual = y - _apply_fn(spec)(params, x)
         sigma = jnp.maximum(jnp.sqrt(jnp.mean(residual**2)), 1e-6)
     return params, sigma
@@ -137,12 +147,19 @@ def _map_fit(rng_key, prob: Problem, num_steps: int, learning_rate: float, noise
     learning_rate = validate.positive("map_learning_rate", learning_rate, where=where)
     noise_rounds = validate.positive_int("noise_rounds", noise_rounds, where=where)
     if num_steps < noise_rounds:
-        raise ValueError(f"{where}: the number of steps ({num_steps}) must be at least "
-                         f"noise_rounds ({noise_rounds})")  # fmt: skip
+        raise ValueError(
+            f"{where}: the number of steps ({num_steps}) must be at least "
+            f"noise_rounds ({noise_rounds})"
+        )
     params, sigma = _map_run(
-        rng_key, jnp.asarray(prob.x_train, F32), _y(prob), spec=prob.spec, num_steps=num_steps,
-        learning_rate=learning_rate, noise_rounds=noise_rounds,
-    )  # fmt: skip
+        rng_key,
+        jnp.asarray(prob.x_train, F32),
+        _y(prob),
+        spec=prob.spec,
+        num_steps=num_steps,
+        learning_rate=learning_rate,
+        noise_rounds=noise_rounds,
+    )
     return params, (None if prob.likelihood == "categorical" else float(sigma))
 
 
@@ -186,10 +203,14 @@ def _laplace(params, sigma, prob: Problem) -> la.LaplacePosterior:
     """The full-GGN Laplace at the MAP, prior precision 1/prior_scale² (not tuned)."""
     spec = prob.spec
     return la.laplace(
-        params, jnp.asarray(prob.x_train, F32), _y(prob), likelihood=prob.likelihood,
-        noise_scale=1.0 if sigma is None else sigma, prior_precision=1.0 / spec.prior_scale**2,
+        params,
+        jnp.asarray(prob.x_train, F32),
+        _y(prob),
+        likelihood=prob.likelihood,
+        noise_scale=1.0 if sigma is None else sigma,
+        prior_precision=1.0 / spec.prior_scale**2,
         apply_fn=_apply_fn(spec),
-    )  # fmt: skip
+    )
 
 
 def _num_samples(num_samples, where: str) -> int:
@@ -200,9 +221,13 @@ def _num_samples(num_samples, where: str) -> int:
 
 
 def map_point(
-    rng_key, prob: Problem, *, num_steps: int = 2000, learning_rate: float = 1e-2,
+    rng_key,
+    prob: Problem,
+    *,
+    num_steps: int = 2000,
+    learning_rate: float = 1e-2,
     noise_rounds: int = 2,
-) -> MethodFit:  # fmt: skip
+) -> MethodFit:
     """The MAP θ̂ of the problem's model (a point estimate, S = 1).
 
     :func:`.map_estimate.train_map` from a Glorot start (AdamW on L(θ)/n, prior precision
@@ -225,11 +250,28 @@ def map_point(
 
 @functools.partial(
     jax.jit,
-    static_argnames=("spec", "num_steps", "learning_rate", "num_particles", "init_scale",
-                     "num_samples"),
-)  # fmt: skip
-def _mfvi_draws(rng_key, x, y, temperature, *, spec, num_steps, learning_rate, num_particles,
-                init_scale, num_samples):  # fmt: skip
+    static_argnames=(
+        "spec",
+        "num_steps",
+        "learning_rate",
+        "num_particles",
+        "init_scale",
+        "num_samples",
+    ),
+)
+def _mfvi_draws(
+    rng_key,
+    x,
+    y,
+    temperature,
+    *,
+    spec,
+    num_steps,
+    learning_rate,
+    num_particles,
+    init_scale,
+    num_samples,
+):
     """Draws of the fitted q over the model's sites, (num_samples, ...) each, in one program
     (NumPyro's ``SVI.init`` would otherwise run op by op). η is traced, so the untempered
     (η = 1: the KL times 1.0, the ELBO bit for bit) and tempered fits share one compilation."""
@@ -238,34 +280,60 @@ def _mfvi_draws(rng_key, x, y, temperature, *, spec, num_steps, learning_rate, n
     if spec.likelihood == "gaussian" and spec.noise_scale is None:
         init["log_sigma"] = jnp.zeros((), F32)  # the prior's mean, σ = 1
     q, _ = vi.fit_mfvi(
-        k_fit, spec.model, spec.kwargs(x, y), num_steps=num_steps, learning_rate=learning_rate,
-        num_particles=num_particles, init_loc=init, init_scale=init_scale,
+        k_fit,
+        spec.model,
+        spec.kwargs(x, y),
+        num_steps=num_steps,
+        learning_rate=learning_rate,
+        num_particles=num_particles,
+        init_loc=init,
+        init_scale=init_scale,
         temperature=temperature,
-    )  # fmt: skip
+    )
     return mean_field.sample(k_draw, q, num_samples)
 
 
-def _mfvi(rng_key, prob: Problem, temperature, *, num_steps, learning_rate, num_particles,
-          init_scale, num_samples, where) -> MethodFit:  # fmt: skip
+def _mfvi(
+    rng_key,
+    prob: Problem,
+    temperature,
+    *,
+    num_steps,
+    learning_rate,
+    num_particles,
+    init_scale,
+    num_samples,
+    where,
+) -> MethodFit:
     prob = _check(prob, where)
     num_samples = _num_samples(num_samples, where)
     num_steps = validate.positive_int("num_steps", num_steps, where=where)
     num_particles = validate.positive_int("num_particles", num_particles, where=where)
     draws = _mfvi_draws(
-        rng_key, jnp.asarray(prob.x_train), jnp.asarray(prob.y_train),
-        jnp.asarray(temperature, F32), spec=prob.spec, num_steps=num_steps,
+        rng_key,
+        jnp.asarray(prob.x_train),
+        jnp.asarray(prob.y_train),
+        jnp.asarray(temperature, F32),
+        spec=prob.spec,
+        num_steps=num_steps,
         learning_rate=validate.positive("learning_rate", learning_rate, where=where),
         num_particles=num_particles,
         init_scale=validate.positive("init_scale", init_scale, where=where),
         num_samples=num_samples,
-    )  # fmt: skip
+    )
     return MethodFit(_weight_predictive(prob, draws), float(num_steps * num_particles))
 
 
 def mfvi(
-    rng_key, prob: Problem, *, num_steps: int = 2000, learning_rate: float = 1e-2,
-    num_particles: int = 4, init_scale: float = 0.1, num_samples: int = 200,
-) -> MethodFit:  # fmt: skip
+    rng_key,
+    prob: Problem,
+    *,
+    num_steps: int = 2000,
+    learning_rate: float = 1e-2,
+    num_particles: int = 4,
+    init_scale: float = 0.1,
+    num_samples: int = 200,
+) -> MethodFit:
     """Mean-field VI: :func:`.vi.fit_mfvi` on ``prob.spec.model`` (every weight, bias and, in
     regression, log σ), ``num_samples`` draws of q through the network.
 
@@ -278,9 +346,17 @@ def mfvi(
     num_particles=8, learning_rate=5e-3 ([SAP] App. D.7: Adam, 5 000 epochs, learning rate
     0.005; 8 draws, :func:`.vi.fit_mfvi`'s default).
     """
-    return _mfvi(rng_key, prob, 1.0, num_steps=num_steps, learning_rate=learning_rate,
-                 num_particles=num_particles, init_scale=init_scale, num_samples=num_samples,
-                 where="mfvi")  # fmt: skip
+    return _mfvi(
+        rng_key,
+        prob,
+        1.0,
+        num_steps=num_steps,
+        learning_rate=learning_rate,
+        num_particles=num_particles,
+        init_scale=init_scale,
+        num_samples=num_samples,
+        where="mfvi",
+    )
 
 
 def balanced_temperature(prob: Problem) -> float:
@@ -293,10 +369,16 @@ def balanced_temperature(prob: Problem) -> float:
 
 
 def tempered_mfvi(
-    rng_key, prob: Problem, *, temperature: float | None = None, num_steps: int = 2000,
-    learning_rate: float = 1e-2, num_particles: int = 4, init_scale: float = 0.1,
+    rng_key,
+    prob: Problem,
+    *,
+    temperature: float | None = None,
+    num_steps: int = 2000,
+    learning_rate: float = 1e-2,
+    num_particles: int = 4,
+    init_scale: float = 0.1,
     num_samples: int = 200,
-) -> MethodFit:  # fmt: skip
+) -> MethodFit:
     """Tempered mean-field VI ([TEMP]): :func:`mfvi` maximising E_q log p(y | θ) − η KL(q‖p).
 
     ``temperature`` η; None: :func:`balanced_temperature`, p/P (snelson_gap 148/141 ≈ 1.05,
@@ -310,16 +392,30 @@ def tempered_mfvi(
     prob = _check(prob, where)
     eta = balanced_temperature(prob) if temperature is None else temperature
     eta = validate.positive("temperature", eta, where=where)
-    return _mfvi(rng_key, prob, eta, num_steps=num_steps, learning_rate=learning_rate,
-                 num_particles=num_particles, init_scale=init_scale, num_samples=num_samples,
-                 where=where)  # fmt: skip
+    return _mfvi(
+        rng_key,
+        prob,
+        eta,
+        num_steps=num_steps,
+        learning_rate=learning_rate,
+        num_particles=num_particles,
+        init_scale=init_scale,
+        num_samples=num_samples,
+        where=where,
+    )
 
 
 def symmetrised_vi(
-    rng_key, prob: Problem, *, num_steps: int = 2000, learning_rate: float = 0.02,
-    num_particles: int = 4, num_perms: int | None = 64, init_scale: float = 0.1,
+    rng_key,
+    prob: Problem,
+    *,
+    num_steps: int = 2000,
+    learning_rate: float = 0.02,
+    num_particles: int = 4,
+    num_perms: int | None = 64,
+    init_scale: float = 0.1,
     num_samples: int = 200,
-) -> MethodFit:  # fmt: skip
+) -> MethodFit:
     """Symmetrised mean-field VI ([SYM] eq. 8, λ = 1): :func:`.symmetrised.fit_mean_field`,
     maximising ELBO(q) + I(g; ω) over the permutations of the hidden units.
 
@@ -349,22 +445,35 @@ def symmetrised_vi(
     if not spec.bias or spec.output_scale != 1.0:
         raise ValueError(f"{where}: fit_mean_field fits an MLP with biases and output_scale 1")
     if num_perms is None and spec.widths[1] > permutations.MAX_EXACT_WIDTH:
-        raise ValueError(f"{where}: exact I needs H ≤ {permutations.MAX_EXACT_WIDTH}, got "
-                         f"{spec.widths[1]}; pass num_perms (K)")  # fmt: skip
+        raise ValueError(
+            f"{where}: exact I needs H ≤ {permutations.MAX_EXACT_WIDTH}, got "
+            f"{spec.widths[1]}; pass num_perms (K)"
+        )
     k_fit, k_draw = jax.random.split(rng_key)
     q, _ = symmetrised.fit_mean_field(
-        k_fit[None], prob.x_train, prob.y_train, jnp.ones(1), widths=spec.widths,
-        num_steps=num_steps, learning_rate=learning_rate, num_particles=num_particles,
-        num_perms=num_perms, prior_scale=spec.prior_scale, likelihood=prob.likelihood,
-        noise_scale=spec.noise_scale, activation=spec.activation, init_scale=init_scale,
+        k_fit[None],
+        prob.x_train,
+        prob.y_train,
+        jnp.ones(1),
+        widths=spec.widths,
+        num_steps=num_steps,
+        learning_rate=learning_rate,
+        num_particles=num_particles,
+        num_perms=num_perms,
+        prior_scale=spec.prior_scale,
+        likelihood=prob.likelihood,
+        noise_scale=spec.noise_scale,
+        activation=spec.activation,
+        init_scale=init_scale,
         by_site=True,
-    )  # fmt: skip
+    )
     q = jax.tree.map(lambda a: a[0], q)
     draws = mean_field.sample(k_draw, q, num_samples)
     return MethodFit(
-        _weight_predictive(prob, draws), float(num_steps * num_particles),
+        _weight_predictive(prob, draws),
+        float(num_steps * num_particles),
         extra_flops=num_steps * _mi_flops(spec.widths, num_particles, num_perms),
-    )  # fmt: skip
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -382,9 +491,14 @@ def _mi_flops(widths: tuple, num_particles: int, num_perms: int | None) -> float
 
 
 def sampled_laplace(
-    rng_key, prob: Problem, *, map_steps: int = 2000, map_learning_rate: float = 1e-2,
-    noise_rounds: int = 2, num_samples: int = 200,
-) -> MethodFit:  # fmt: skip
+    rng_key,
+    prob: Problem,
+    *,
+    map_steps: int = 2000,
+    map_learning_rate: float = 1e-2,
+    noise_rounds: int = 2,
+    num_samples: int = 200,
+) -> MethodFit:
     """The sampled (non-linearised) Laplace: θ_s ~ N(θ̂, (GGN + δI)⁻¹) through the network.
 
     :func:`.laplace.laplace` (full GGN, the problem's activation) around the MAP of
@@ -410,9 +524,14 @@ def sampled_laplace(
 
 
 def linearised_laplace(
-    rng_key, prob: Problem, *, map_steps: int = 2000, map_learning_rate: float = 1e-2,
-    noise_rounds: int = 2, num_samples: int = 200,
-) -> MethodFit:  # fmt: skip
+    rng_key,
+    prob: Problem,
+    *,
+    map_steps: int = 2000,
+    map_learning_rate: float = 1e-2,
+    noise_rounds: int = 2,
+    num_samples: int = 200,
+) -> MethodFit:
     """The linearised Laplace (Immer et al. 2021): draws of the Gaussian f(x; θ̂) + J_x(θ − θ̂),
     θ ~ N(θ̂, (GGN + δI)⁻¹), joint over the points and outputs (classification: softmax of
     each draw of the logits).
@@ -428,14 +547,21 @@ def linearised_laplace(
     deltas = post.sample(k_draw, num_samples) - post.mean
     return MethodFit(
         _function_predictive(prob, post.model_fn, post.mean, deltas, sigma),
-        float(map_steps + _num_outputs(prob)), extra_flops=cost.eigh_flops(post.num_params),
-    )  # fmt: skip
+        float(map_steps + _num_outputs(prob)),
+        extra_flops=cost.eigh_flops(post.num_params),
+    )
 
 
 def null_space_laplace(
-    rng_key, prob: Problem, *, map_steps: int = 2000, map_learning_rate: float = 1e-2,
-    noise_rounds: int = 2, num_samples: int = 200, rtol: float | None = None,
-) -> MethodFit:  # fmt: skip
+    rng_key,
+    prob: Problem,
+    *,
+    map_steps: int = 2000,
+    map_learning_rate: float = 1e-2,
+    noise_rounds: int = 2,
+    num_samples: int = 200,
+    rtol: float | None = None,
+) -> MethodFit:
     """The projected posterior N(θ̂, α⁻¹ P_ker) of [NS] and its linearised predictive draws.
 
     As chapter 9 (``studies/ch09_ggn_null_space/study.py``, ``fit`` and ``projected_study``):
@@ -465,10 +591,18 @@ def null_space_laplace(
 
 
 def viking(
-    rng_key, prob: Problem, *, map_steps: int = 2000, map_learning_rate: float = 1e-2,
-    noise_rounds: int = 2, num_steps: int = 600, learning_rate: float = 1e-2,
-    num_mc_samples: int = 8, num_samples: int = 200, rtol: float | None = None,
-) -> MethodFit:  # fmt: skip
+    rng_key,
+    prob: Problem,
+    *,
+    map_steps: int = 2000,
+    map_learning_rate: float = 1e-2,
+    noise_rounds: int = 2,
+    num_steps: int = 600,
+    learning_rate: float = 1e-2,
+    num_mc_samples: int = 8,
+    num_samples: int = 200,
+    rtol: float | None = None,
+) -> MethodFit:
     """VIKING ([VK]): :func:`.viking.fit_viking` from the MAP (chapter 9's warm start,
     ``studies/ch09_ggn_null_space/viking.py``), draws of its linearised predictive.
 
@@ -489,10 +623,17 @@ def viking(
     k_map, k_rest = jax.random.split(rng_key)  # the MAP of map_point(rng_key)
     k_fit, k_draw = jax.random.split(k_rest)
     post, model_fn, sigma = _viking_fit(
-        k_map, k_fit, prob, map_steps=map_steps, map_learning_rate=map_learning_rate,
-        noise_rounds=noise_rounds, num_steps=num_steps, learning_rate=learning_rate,
-        num_mc_samples=num_mc_samples, rtol=rtol,
-    )  # fmt: skip
+        k_map,
+        k_fit,
+        prob,
+        map_steps=map_steps,
+        map_learning_rate=map_learning_rate,
+        noise_rounds=noise_rounds,
+        num_steps=num_steps,
+        learning_rate=learning_rate,
+        num_mc_samples=num_mc_samples,
+        rtol=rtol,
+    )
     kernel, image = vk.sample_parts(
         k_draw, post.projector, post.scale_kernel, post.scale_image, num_samples
     )
@@ -504,8 +645,19 @@ def viking(
     )
 
 
-def _viking_fit(k_map, k_fit, prob: Problem, *, map_steps, map_learning_rate, noise_rounds,
-                num_steps, learning_rate, num_mc_samples, rtol):  # fmt: skip
+def _viking_fit(
+    k_map,
+    k_fit,
+    prob: Problem,
+    *,
+    map_steps,
+    map_learning_rate,
+    noise_rounds,
+    num_steps,
+    learning_rate,
+    num_mc_samples,
+    rtol,
+):
     """The MAP (key ``k_map``) and VIKING fitted from it (``k_fit``):
     ``(posterior, model_fn, sigma)``."""
     params, sigma = _map_fit(k_map, prob, map_steps, map_learning_rate, noise_rounds)
@@ -516,9 +668,16 @@ def _viking_fit(k_map, k_fit, prob: Problem, *, map_steps, map_learning_rate, no
         return apply_fn(unravel(t), x)
 
     post = vk.fit_viking(
-        k_fit, model_fn, theta, jnp.asarray(prob.x_train, F32), _y(prob),
-        likelihood=prob.likelihood, noise_scale=1.0 if sigma is None else sigma,
-        num_steps=num_steps, learning_rate=learning_rate, num_mc_samples=num_mc_samples,
+        k_fit,
+        model_fn,
+        theta,
+        jnp.asarray(prob.x_train, F32),
+        _y(prob),
+        likelihood=prob.likelihood,
+        noise_scale=1.0 if sigma is None else sigma,
+        num_steps=num_steps,
+        learning_rate=learning_rate,
+        num_mc_samples=num_mc_samples,
         rtol=rtol,
-    )  # fmt: skip
+    )
     return post, model_fn, sigma

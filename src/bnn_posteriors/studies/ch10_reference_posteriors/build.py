@@ -25,8 +25,15 @@ from bnn_posteriors.store import reference as store
 from bnn_posteriors.studies.ch10_reference_posteriors import problems
 from bnn_posteriors.util import validate
 
-SETTINGS = ("num_chains", "num_warmup", "num_samples", "num_kept", "chunk_size",
-            "target_acceptance_rate", "max_num_doublings")  # fmt: skip
+SETTINGS = (
+    "num_chains",
+    "num_warmup",
+    "num_samples",
+    "num_kept",
+    "chunk_size",
+    "target_acceptance_rate",
+    "max_num_doublings",
+)
 
 
 def problem_key(seed: int, name: str):
@@ -72,28 +79,49 @@ def build(
     """
     prob = problems.problem(name)
     settings: dict[str, Any] = dict(
-        num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
-        num_kept=num_kept, chunk_size=chunk_size,
-        target_acceptance_rate=float(target_acceptance_rate), max_num_doublings=max_num_doublings,
-    )  # fmt: skip
+        num_chains=num_chains,
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        num_kept=num_kept,
+        chunk_size=chunk_size,
+        target_acceptance_rate=float(target_acceptance_rate),
+        max_num_doublings=max_num_doublings,
+    )
     start = time.perf_counter()
     result = reference.run(
-        problem_key(seed, name), prob.spec, prob.x_train, prob.y_train, prob.points(),
-        cache=cache, progress=progress, devices=devices, **settings,
-    )  # fmt: skip
+        problem_key(seed, name),
+        prob.spec,
+        prob.x_train,
+        prob.y_train,
+        prob.points(),
+        cache=cache,
+        progress=progress,
+        devices=devices,
+        **settings,
+    )
     wall = time.perf_counter() - start
     mixing = {
         points: function_space.mixing(predictive)
         for points, predictive in result["predictive"].items()
     }
     record = {
-        "problem": name, "description": prob.description, "seed": seed,
-        "settings": settings, "model": {"widths": prob.spec.widths,
-        "likelihood": prob.likelihood, "activation": prob.spec.activation,
-        "prior_scale": prob.spec.prior_scale, "noise_scale": prob.spec.noise_scale},
-        "n_train": len(prob.y_train), "devices": [str(d) for d in (devices or jax.devices())],
-        "stats": result["stats"], "mixing": mixing, "wall_s": wall,
-    }  # fmt: skip
+        "problem": name,
+        "description": prob.description,
+        "seed": seed,
+        "settings": settings,
+        "model": {
+            "widths": prob.spec.widths,
+            "likelihood": prob.likelihood,
+            "activation": prob.spec.activation,
+            "prior_scale": prob.spec.prior_scale,
+            "noise_scale": prob.spec.noise_scale,
+        },
+        "n_train": len(prob.y_train),
+        "devices": [str(d) for d in (devices or jax.devices())],
+        "stats": result["stats"],
+        "mixing": mixing,
+        "wall_s": wall,
+    }
     path = store.write_reference(
         name, arrays_of(prob, result), record, profile=profile, directory=out
     )

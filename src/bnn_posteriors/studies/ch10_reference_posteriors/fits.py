@@ -48,8 +48,9 @@ class MethodFit:
                         f"got {f.shape} and {s.shape}"
                     )
             else:
-                raise ValueError(f"MethodFit: {name} holds 'probs' or 'f' and 'noise_scale', "
-                                 f"got {sorted(pred)}")  # fmt: skip
+                raise ValueError(
+                    f"MethodFit: {name} holds 'probs' or 'f' and 'noise_scale', got {sorted(pred)}"
+                )
         if not self.gradient_evaluations >= 0 or not self.extra_flops >= 0:
             raise ValueError("MethodFit: costs must be non-negative")
 

@@ -102,9 +102,15 @@ def snelson_gap() -> Problem:
     x, y, x_gap, y_gap, grid = _f32(x, y, x_gap, y_gap, grid)
     spec = MLP((1, 10, 10, 1), likelihood="gaussian", activation="tanh")
     return Problem(
-        "snelson_gap", "Snelson 1-D regression, the gap 1.5 ≤ x ≤ 3 held out",
-        spec, x, y, x_gap, y_gap, grid,
-    )  # fmt: skip
+        "snelson_gap",
+        "Snelson 1-D regression, the gap 1.5 ≤ x ≤ 3 held out",
+        spec,
+        x,
+        y,
+        x_gap,
+        y_gap,
+        grid,
+    )
 
 
 def gap_split(x, dim: int) -> np.ndarray:
@@ -134,9 +140,14 @@ def energy_gap() -> Problem:
     x_tr, y_tr, x_te, y_te = _f32(x_tr, y_tr, x_te, y_te)
     spec = MLP((8, 16, 1), likelihood="gaussian", activation="tanh")
     return Problem(
-        "energy_gap", "UCI energy, gap split along relative compactness", spec,
-        x_tr, y_tr, x_te, y_te,
-    )  # fmt: skip
+        "energy_gap",
+        "UCI energy, gap split along relative compactness",
+        spec,
+        x_tr,
+        y_tr,
+        x_te,
+        y_te,
+    )
 
 
 BANANA_TEST = 200  # test points of Banana (the first of chapter 6's test set)
@@ -151,9 +162,15 @@ def banana() -> Problem:
     x_tr, x_te, grid = _f32(x_tr, x_te[:BANANA_TEST], grid)
     spec = MLP((2, 10, 10, 2), likelihood="categorical", activation="tanh")
     return Problem(
-        "banana", "Banana 2-D binary classification", spec,
-        x_tr, y_tr.astype(np.int32), x_te, y_te[:BANANA_TEST].astype(np.int32), grid,
-    )  # fmt: skip
+        "banana",
+        "Banana 2-D binary classification",
+        spec,
+        x_tr,
+        y_tr.astype(np.int32),
+        x_te,
+        y_te[:BANANA_TEST].astype(np.int32),
+        grid,
+    )
 
 
 DIGITS_TRAIN, DIGITS_TEST = 500, 200
@@ -178,15 +195,24 @@ def digits() -> Problem:
     images, labels = load_digits(return_X_y=True)
     x = pool_digits(images)
     x_tr, x_te, y_tr, y_te = train_test_split(
-        x, labels, train_size=DIGITS_TRAIN, test_size=DIGITS_TEST, stratify=labels,
+        x,
+        labels,
+        train_size=DIGITS_TRAIN,
+        test_size=DIGITS_TEST,
+        stratify=labels,
         random_state=0,
-    )  # fmt: skip
+    )
     x_tr, x_te = _f32(*_standardise(x_tr, x_te))
     spec = MLP((16, 16, 10), likelihood="categorical", activation="tanh")
     return Problem(
-        "digits", "scikit-learn 8×8 digits pooled to 4×4, ten classes", spec,
-        x_tr, y_tr.astype(np.int32), x_te, y_te.astype(np.int32),
-    )  # fmt: skip
+        "digits",
+        "scikit-learn 8×8 digits pooled to 4×4, ten classes",
+        spec,
+        x_tr,
+        y_tr.astype(np.int32),
+        x_te,
+        y_te.astype(np.int32),
+    )
 
 
 PROBLEMS: dict[str, Callable[[], Problem]] = {

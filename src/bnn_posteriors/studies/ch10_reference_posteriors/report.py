@@ -159,10 +159,15 @@ def live_table(live: Sequence[Mapping], rows: Sequence[Mapping], profile: str) -
         s = row["settings"]
         metric = distance_metric(row)
         board = score.leaderboard(
-            [r for r in rows if r["settings"]["problem"] == s["problem"]
-             and r["settings"]["method"] == s["method"] and r.get("applies", True)],
+            [
+                r
+                for r in rows
+                if r["settings"]["problem"] == s["problem"]
+                and r["settings"]["method"] == s["method"]
+                and r.get("applies", True)
+            ],
             (metric,),
-        )  # fmt: skip
+        )
         entry = board.get((s["problem"], s["method"]))
         committed = "–" if entry is None else f"{entry[metric][0]:.3f}"
         out.append([s["problem"], s["method"], LABELS[metric], f"{row[metric]:.3f}", committed])

@@ -89,11 +89,19 @@ def _ensemble(rng_key, prob: Problem, *, n_members, val_fraction, batch_size, **
     fit, val = _validation_split(k_split, n, val_fraction)
     gaussian = spec.likelihood == "gaussian"
     members, info = ensembles.train_ensemble(
-        k_train, prob.x_train[fit], prob.y_train[fit], prob.x_train[val], prob.y_train[val],
-        widths=spec.widths, n_members=n_members, batch_size=batch_size,
-        activation=spec.activation, likelihood=spec.likelihood,
-        noise_scale=spec.noise_scale if gaussian else None, **train_kw,
-    )  # fmt: skip
+        k_train,
+        prob.x_train[fit],
+        prob.y_train[fit],
+        prob.x_train[val],
+        prob.y_train[val],
+        widths=spec.widths,
+        n_members=n_members,
+        batch_size=batch_size,
+        activation=spec.activation,
+        likelihood=spec.likelihood,
+        noise_scale=spec.noise_scale if gaussian else None,
+        **train_kw,
+    )
     # ensembles._compiled_train: n_fit // batch minibatches of min(batch, n_fit) rows an epoch
     n_fit = len(fit)
     per_epoch = max(n_fit // batch_size, 1) * min(batch_size, n_fit) / n
@@ -150,10 +158,16 @@ def deep_ensemble(
     prob = _check_problem(prob, "deep_ensemble")
     n_members = validate.positive_int("n_members", n_members, where="deep_ensemble")
     members, log_sigma, gradients, _ = _ensemble(
-        rng_key, prob, n_members=n_members, learning_rate=learning_rate,
-        weight_decay=weight_decay, max_epochs=max_epochs, batch_size=batch_size,
-        patience=patience, val_fraction=val_fraction,
-    )  # fmt: skip
+        rng_key,
+        prob,
+        n_members=n_members,
+        learning_rate=learning_rate,
+        weight_decay=weight_decay,
+        max_epochs=max_epochs,
+        batch_size=batch_size,
+        patience=patience,
+        val_fraction=val_fraction,
+    )
     return MethodFit(draws_predictive(prob, _member_sites(members, log_sigma)), gradients)
 
 
@@ -207,16 +221,30 @@ def mile(
     num_chains = validate.positive_int("num_chains", num_chains, where="mile")
     k_de, k_chains = jax.random.split(rng_key)
     members, log_sigma, de_gradients, _ = _ensemble(
-        k_de, prob, n_members=num_chains, learning_rate=learning_rate,
-        weight_decay=weight_decay, max_epochs=max_epochs, batch_size=batch_size,
-        patience=patience, val_fraction=val_fraction,
-    )  # fmt: skip
+        k_de,
+        prob,
+        n_members=num_chains,
+        learning_rate=learning_rate,
+        weight_decay=weight_decay,
+        max_epochs=max_epochs,
+        batch_size=batch_size,
+        patience=patience,
+        val_fraction=val_fraction,
+    )
     starts = mile_.warm_start_positions(members, log_sigma, likelihood=spec.likelihood)
     run = mile_.run_bde(
-        k_chains, prob.x_train, prob.y_train, starts, widths=spec.widths,
-        prior_scale=spec.prior_scale, activation=spec.activation, tuning_steps=tuning_steps,
-        sampling_steps=sampling_steps, thinning=thinning, likelihood=spec.likelihood,
-    )  # fmt: skip
+        k_chains,
+        prob.x_train,
+        prob.y_train,
+        starts,
+        widths=spec.widths,
+        prior_scale=spec.prior_scale,
+        activation=spec.activation,
+        tuning_steps=tuning_steps,
+        sampling_steps=sampling_steps,
+        thinning=thinning,
+        likelihood=spec.likelihood,
+    )
     sites = {k: jnp.reshape(v, (-1, *v.shape[2:])) for k, v in run["samples"].items()}
     steps = num_chains * (int(tuning_steps) + int(sampling_steps))
     return MethodFit(draws_predictive(prob, sites), de_gradients + MCLMC_GRADIENTS_PER_STEP * steps)
@@ -279,10 +307,16 @@ def single_nuts(
     num_warmup = iterations // 2
     num_samples = iterations - num_warmup
     samples, stats = mcmc.nuts(
-        rng_key, prob.spec.model, prob.model_kwargs(), num_chains=1, num_warmup=num_warmup,
-        num_samples=num_samples, max_num_doublings=depth,
-        target_acceptance_rate=target_acceptance_rate, warmup_stats=True,
-    )  # fmt: skip
+        rng_key,
+        prob.spec.model,
+        prob.model_kwargs(),
+        num_chains=1,
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        max_num_doublings=depth,
+        target_acceptance_rate=target_acceptance_rate,
+        warmup_stats=True,
+    )
     spent = float(np.sum(stats["warmup_num_steps"]) + np.sum(stats["num_steps"]))
     keep = np.unique(np.linspace(0, num_samples - 1, min(max_draws, num_samples)).astype(int))
     latent = [k for k in samples if k.startswith(("W", "b")) or k == "log_sigma"]
@@ -316,9 +350,14 @@ def joint_map(
     prob = _check_problem(prob, "joint_map")
     spec = prob.spec
     position, _ = mcmc.warm_starts(
-        rng_key, spec.model, prob.model_kwargs(), num_chains=1, num_steps=num_steps,
-        learning_rate=learning_rate, init_scale=init_scale,
-    )  # fmt: skip
+        rng_key,
+        spec.model,
+        prob.model_kwargs(),
+        num_chains=1,
+        num_steps=num_steps,
+        learning_rate=learning_rate,
+        init_scale=init_scale,
+    )
     params = reference.mlp_params(spec, {k: v[0] for k, v in position.items()})
     if spec.likelihood == "categorical":
         return params, None
@@ -387,21 +426,38 @@ def metricbnn(
     k_map, k_curv, k_walk, k_sample = jax.random.split(rng_key, 4)
     params, sigma = joint_map(k_map, prob, num_steps=map_steps, learning_rate=map_learning_rate)
     theta_map, unravel = ravel_pytree(params)
-    apply_fn = functools.partial(nets.mlp_apply, activation_name=spec.activation,
-                                 output_scale=spec.output_scale)  # fmt: skip
+    apply_fn = functools.partial(
+        nets.mlp_apply, activation_name=spec.activation, output_scale=spec.output_scale
+    )
     y = prob.y_train[:, None] if likelihood == "gaussian" else prob.y_train
     loss = mbnn.refinement_loss(
-        unravel, apply_fn, prob.x_train, y, likelihood=likelihood,
-        noise_scale=1.0 if sigma is None else sigma, prior_precision=spec.prior_scale**-2,
-    )  # fmt: skip
+        unravel,
+        apply_fn,
+        prob.x_train,
+        y,
+        likelihood=likelihood,
+        noise_scale=1.0 if sigma is None else sigma,
+        prior_precision=spec.prior_scale**-2,
+    )
     eta = mbnn.stable_learning_rate(loss, theta_map, k_curv, refine_learning_rate)
     _, latent, _ = mbnn.walk_and_embed(
-        k_walk, loss, theta_map, num_steps=num_steps, drift=drift, ae_updates=ae_updates,
-        learning_rate=eta, num_refine=num_refine, num_particles=num_particles,
-        latent_dim=latent_dim, hidden=ae_hidden, ae_batch=ae_batch,
-        ae_learning_rate=ae_learning_rate, lam_plus=lam_plus, lam_minus=lam_minus,
+        k_walk,
+        loss,
+        theta_map,
+        num_steps=num_steps,
+        drift=drift,
+        ae_updates=ae_updates,
+        learning_rate=eta,
+        num_refine=num_refine,
+        num_particles=num_particles,
+        latent_dim=latent_dim,
+        hidden=ae_hidden,
+        ae_batch=ae_batch,
+        ae_learning_rate=ae_learning_rate,
+        lam_plus=lam_plus,
+        lam_minus=lam_minus,
         num_components=ae_components,
-    )  # fmt: skip
+    )
     thetas = mbnn.latent_sample(latent, k_sample, num_samples)
     sites = nets.sites(jax.vmap(unravel)(thetas))
     if likelihood == "gaussian" and spec.noise_scale is None:
@@ -410,11 +466,21 @@ def metricbnn(
         map_steps + HVP_GRADIENTS * CURVATURE_ITERATIONS + num_particles * num_steps * num_refine
     )
     flops = cost.metricbnn_flops(
-        loss, theta_map, apply_fn, unravel, np.asarray(prob.x_test), num_particles=num_particles,
-        num_steps=num_steps, num_refine=num_refine, ae_updates=ae_updates, ae_batch=ae_batch,
-        latent_dim=latent_dim, hidden=ae_hidden, num_components=ae_components,
+        loss,
+        theta_map,
+        apply_fn,
+        unravel,
+        np.asarray(prob.x_test),
+        num_particles=num_particles,
+        num_steps=num_steps,
+        num_refine=num_refine,
+        ae_updates=ae_updates,
+        ae_batch=ae_batch,
+        latent_dim=latent_dim,
+        hidden=ae_hidden,
+        num_components=ae_components,
         num_samples=num_samples,
-    )  # fmt: skip
+    )
     return MethodFit(
         draws_predictive(prob, sites), float(gradients), flops["svd"] + flops["autoencoder"]
     )

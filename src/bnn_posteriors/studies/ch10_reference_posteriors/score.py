@@ -100,13 +100,19 @@ def part_name(problem: str, method: str, seed: int) -> str:
     return f"{problem}__{slug}__s{seed}"
 
 
-def part_settings(problem: str, method: str, seed: int, settings: Mapping,
-                  reference_sha256: str) -> dict:  # fmt: skip
+def part_settings(
+    problem: str, method: str, seed: int, settings: Mapping, reference_sha256: str
+) -> dict:
     """What decides one part: the problem, method, seed, the method's keyword arguments, the
     reference's sha256 and the scoring's :data:`VERSION`."""
-    return {"problem": problem, "method": method, "seed": seed,
-            "method_settings": dict(settings), "reference_sha256": reference_sha256,
-            "version": VERSION}  # fmt: skip
+    return {
+        "problem": problem,
+        "method": method,
+        "seed": seed,
+        "method_settings": dict(settings),
+        "reference_sha256": reference_sha256,
+        "version": VERSION,
+    }
 
 
 def score(
@@ -142,8 +148,10 @@ def score(
     path = (
         None if directory is None else parts.part_path(directory, part_name(problem, method, seed))
     )
-    return {**parts.resumed_part(path, settings_of_part, compute, profile=profile),
-            "settings": settings_of_part}  # fmt: skip
+    return {
+        **parts.resumed_part(path, settings_of_part, compute, profile=profile),
+        "settings": settings_of_part,
+    }
 
 
 def scoreboard(
@@ -164,8 +172,15 @@ def scoreboard(
     for problem in problem_names:
         for method, settings in methods.items():
             for seed in seeds:
-                row = score(problem, method, seed, settings, directory=directory,
-                            profile=profile, reference_dir=reference_dir)  # fmt: skip
+                row = score(
+                    problem,
+                    method,
+                    seed,
+                    settings,
+                    directory=directory,
+                    profile=profile,
+                    reference_dir=reference_dir,
+                )
                 rows.append(row)
                 if progress is not None:
                     done = "read" if row.get("read") else "computed"
@@ -204,8 +219,10 @@ def reference_floor(problem: str, reference_dir: Path | str | None = None) -> di
     arrays, _ = reference_store.read_reference(problem, reference_dir)
     ref = reference_predictive(arrays)
     first, second = fidelity.split_chains(ref)
-    return {**fidelity.fidelity(first, second),
-            **fidelity.predictive_scores(ref, problems.problem(problem).y_test)}  # fmt: skip
+    return {
+        **fidelity.fidelity(first, second),
+        **fidelity.predictive_scores(ref, problems.problem(problem).y_test),
+    }
 
 
 def leaderboard(rows: Sequence[Mapping], metrics: Sequence[str]) -> dict:
