@@ -187,6 +187,7 @@ def nbval_strict(notebook: Path, env: dict[str, str], timeout: float = 1800):
     )
 
 
+@pytest.mark.slow
 def test_nbval_strict_fails_on_a_changed_output_and_passes_sanitised_ones(tmp_path):
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook, new_output
@@ -224,6 +225,7 @@ def test_nbval_strict_fails_on_a_changed_output_and_passes_sanitised_ones(tmp_pa
     assert "tiny.ipynb::Cell 2" in done.stdout and "0.30000000000000005" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_second_execution_of_chapter_3_gives_bit_identical_claims_and_outputs(tmp_path):
     """Chapter 3 once more, under nbval in strict mode against the build's executed
     notebook: every cell's output (sanitised by :data:`SANITIZE`) and every claim value

@@ -30,6 +30,7 @@ def test_xla_cpu_code_is_pinned_to_avx2():
     assert flags_after_import("--xla_cpu_max_isa=SSE4_2") == "--xla_cpu_max_isa=SSE4_2"
 
 
+@pytest.mark.slow
 def test_arviz_warning_is_silenced_by_the_package(tmp_path):
     """ArviZ warns once a day (a stamp in the user cache); a fresh cache makes it warn."""
 

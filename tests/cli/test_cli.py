@@ -82,6 +82,7 @@ def test_run_unknown_profile(tmp_path, capsys):
     assert "'nope'" in err and "quick" in err
 
 
+@pytest.mark.slow
 def test_run_executes_a_chapter(tmp_path, capsys):
     chapter = tmp_path / "chapter.md"
     chapter.write_text(CHAPTER)

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bnn_posteriors.cli.main import main
 
 
+@pytest.mark.slow
 def test_scores_writes_a_part_and_resumes(tmp_path, capsys):
     argv = [
         "scores",

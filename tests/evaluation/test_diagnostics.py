@@ -84,6 +84,7 @@ def test_chain_bootstrap_infinite_resamples_and_bad_input():
         )
 
 
+@pytest.mark.slow
 def test_mean_interval_matches_scipy_and_covers_at_its_level():
     from scipy import stats
 

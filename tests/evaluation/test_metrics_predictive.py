@@ -8,6 +8,7 @@ from scipy import stats
 from bnn_posteriors.evaluation import metrics
 
 
+@pytest.mark.slow
 def test_cumulative_lppd_last_column_is_full_lppd():
     rng = np.random.default_rng(0)
     y = rng.normal(size=7)
@@ -150,6 +151,7 @@ def test_w2_chain_blocks_and_ratio_bad_input():
         metrics.within_between_ratio(np.ones(2), np.ones((2, 2)), [0, 2])
 
 
+@pytest.mark.slow
 def test_running_lppd_matches_lppd_of_prefixes():
     rng = np.random.default_rng(2)
     y, mean, scale = rng.normal(size=5), rng.normal(size=(6, 5)), np.full(6, 0.7)

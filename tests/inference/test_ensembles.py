@@ -19,6 +19,7 @@ def _data(n=64, seed=0):
     return x, y
 
 
+@pytest.mark.slow
 def test_members_match_single_member_runs():
     x, y = _data()
     xv, yv = _data(32, 1)
@@ -36,6 +37,7 @@ def test_members_match_single_member_runs():
     assert not np.allclose(params[0]["W"][0], params[0]["W"][1])
 
 
+@pytest.mark.slow
 def test_early_stopping_keeps_best_params():
     x, y = _data()
     xv, yv = _data(32, 1)
@@ -59,6 +61,7 @@ def test_early_stopping_keeps_best_params():
         np.testing.assert_allclose(nll, info["val_nll"][i], rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_training_fits_better_than_init():
     x, y = _data()
     params, info = ensembles.train_ensemble(
@@ -123,6 +126,7 @@ def test_heteroscedastic_nll_matches_scipy():
     assert float(nll) == pytest.approx(expected, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_heteroscedastic_ensemble_trains_and_predicts_scales():
     x, y = _het_data()
     xv, yv = _het_data(32, 1)
@@ -155,6 +159,7 @@ def test_heteroscedastic_ensemble_trains_and_predicts_scales():
     assert float(scale[:, big].mean()) > float(scale[:, ~big].mean())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
@@ -174,6 +179,7 @@ def test_heteroscedastic_bad_input(kwargs, match):
         ensembles.predict(params, x, heteroscedastic=True)
 
 
+@pytest.mark.slow
 def test_categorical_ensemble_learns_labels_and_keeps_the_regression_default():
     """likelihood="categorical": classifiers early-stopped on their mean categorical NLL."""
     rng = np.random.default_rng(3)

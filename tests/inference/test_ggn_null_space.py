@@ -29,6 +29,7 @@ def test_flat_mlp_matches_mlp_apply(small):
         ns.flat_mlp([], activation="swish")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("likelihood", ["gaussian", "categorical"])
 def test_ggn_vp_equals_the_dense_ggn(small, likelihood):
     theta, model_fn, x = small
@@ -57,6 +58,7 @@ def test_rank_is_at_most_no_and_kernel_completes_it(small):
     assert report["dim_ker"] == theta.size - 12
 
 
+@pytest.mark.slow
 def test_the_full_hessian_breaks_the_bound(small):
     """The check can fail: the Hessian of the loss (not the GGN) has rank above N·O."""
     theta, model_fn, x = small
@@ -88,6 +90,7 @@ def test_kernel_projector_is_the_orthogonal_projector_onto_ker_j(small):
         ns.kernel_projector(jnp.ones(3))
 
 
+@pytest.mark.slow
 def test_alternating_projections_converge_to_the_dense_projector(small):
     theta, model_fn, x = small
     proj = ns.kernel_projector(ns.training_jacobian(model_fn, theta, x))
@@ -106,6 +109,7 @@ def test_alternating_projections_converge_to_the_dense_projector(small):
         ns.alternating_projections(model_fn, theta, [x], v[0], num_sweeps=1)
 
 
+@pytest.mark.slow
 def test_projected_samples_lie_in_the_kernel_and_have_the_right_scale(small):
     theta, model_fn, x = small
     jac = ns.training_jacobian(model_fn, theta, x)
@@ -159,6 +163,7 @@ def test_split_kernel_image_and_relative_residual(small):
         ns.relative_residual(jac, delta[:, :3])
 
 
+@pytest.mark.slow
 def test_slq_logdet_and_its_gradient_match_the_dense_values(x64):
     m = jax.random.normal(jax.random.PRNGKey(6), (40, 30), dtype=jnp.float64)
     ggn = m.T @ m / 40  # PSD (30, 30)
@@ -179,6 +184,7 @@ def test_slq_logdet_and_its_gradient_match_the_dense_values(x64):
         ns.dense_logdet(lam, 0.0)
 
 
+@pytest.mark.slow
 def test_slq_prior_precision_agrees_with_the_dense_choice(small):
     theta, model_fn, _ = small
     x = jax.random.normal(jax.random.PRNGKey(8), (10, 2), dtype=jnp.float64)

@@ -47,6 +47,7 @@ def numpyro_run():
     return mcmc.nuts_numpyro(jax.random.key(0), models.narrow_network, KWARGS, **BUDGET)
 
 
+@pytest.mark.slow
 def test_nuts_output_layout(blackjax_run):
     samples, stats_ = blackjax_run
     assert set(samples) == {"w", "beta"}
@@ -77,6 +78,7 @@ def test_nuts_is_deterministic_and_reuses_compilation(blackjax_run):
     assert float(jnp.mean(flipped["w"])) == pytest.approx(-POST_MEAN, abs=MEAN_TOL)
 
 
+@pytest.mark.slow
 def test_nuts_in_chunks_gives_the_same_draws_and_resumes(blackjax_run, tmp_path):
     whole_samples, whole_stats = blackjax_run
     chunked = lambda: mcmc.nuts(  # noqa: E731
@@ -135,6 +137,7 @@ def test_samplers_reject_bad_budgets(sampler, change, message):
         sampler(jax.random.key(0), models.narrow_network, KWARGS, **{**BUDGET, **change})
 
 
+@pytest.mark.slow
 def test_nuts_caps_the_tree_depth():
     samples, stats = mcmc.nuts(
         jax.random.key(3), models.narrow_network, KWARGS, max_num_doublings=1, **BUDGET
@@ -145,6 +148,7 @@ def test_nuts_caps_the_tree_depth():
         mcmc.nuts(jax.random.key(3), models.narrow_network, KWARGS, max_num_doublings=0, **BUDGET)
 
 
+@pytest.mark.slow
 def test_warm_starts_find_the_posterior_mode_of_every_chain():
     positions, potential = mcmc.warm_starts(
         jax.random.key(4), models.narrow_network, KWARGS, num_chains=3, num_steps=500
@@ -174,6 +178,7 @@ def test_fit_mfvi_narrow_rejects_no_starts():
         vi.fit_mfvi_narrow(jax.random.key(0), X, Y, depth=1, sigma=1.0, tau=1.0, num_starts=0)
 
 
+@pytest.mark.slow
 def test_nuts_numpyro_output_layout(numpyro_run):
     samples, stats_ = numpyro_run
     assert samples["w"].shape == (2, 300, 1)
@@ -192,6 +197,7 @@ def test_both_backends_agree(blackjax_run, numpyro_run):
     assert stats.ks_2samp(np.ravel(a), np.ravel(b)).pvalue > 1e-3
 
 
+@pytest.mark.slow
 def test_to_arviz_dims(blackjax_run):
     idata = mcmc.to_arviz(blackjax_run[0])
     post = idata.posterior
@@ -237,6 +243,7 @@ def svi_fit():
     return q, losses
 
 
+@pytest.mark.slow
 def test_fit_mfvi_is_exact_for_a_gaussian_posterior(svi_fit):
     q, losses = svi_fit
     assert losses.shape == (1500,)
@@ -273,6 +280,7 @@ def test_sample_accepts_fit_mfvi_output(svi_fit):
 FIT_NARROW = {"max_depth": 4, "num_starts": 8, "num_steps": 300, "sigma": SIGMA, "tau": TAU}
 
 
+@pytest.mark.slow
 def test_fit_mfvi_narrow_depth_one_is_the_exact_posterior():
     fit = vi.fit_mfvi_narrow(jax.random.key(6), X, Y, depth=1, **FIT_NARROW)
     assert fit[0].loc["w"].shape == fit[0].scale["w"].shape == (1,)
@@ -290,6 +298,7 @@ def test_fit_mfvi_narrow_beats_stochastic_vi(svi_fit):
     assert float(fit[1]) >= float(svi_elbo) - 1e-5
 
 
+@pytest.mark.slow
 def test_fit_mfvi_narrow_depth_three_has_equal_magnitudes():
     fit = vi.fit_mfvi_narrow(jax.random.key(7), X, Y, depth=3, **FIT_NARROW)
     mu, s = np.asarray(fit[0].loc["w"]), np.asarray(fit[0].scale["w"])
@@ -318,6 +327,7 @@ def test_fit_mfvi_narrow_rejects_non_positive_scales(name):
         vi.fit_mfvi_narrow(jax.random.key(0), X, Y, depth=1, **{**FIT_NARROW, name: 0.0})
 
 
+@pytest.mark.slow
 def test_narrow_negative_elbo_ignores_inactive_layers():
     mu = jnp.array([0.8, -0.5, 123.0, -7.0])
     log_s = jnp.log(jnp.array([0.3, 0.2, 5.0, 0.01]))

@@ -27,6 +27,7 @@ def tiny_regression(n=12, widths=(2, 3, 1), seed=0, activation="tanh"):
     return x, y, params
 
 
+@pytest.mark.slow
 def test_ggn_equals_hand_jt_lambda_j(x64):
     """Classification GGN on a tiny net = Σ J_iᵀ (diag p − p pᵀ) J_i, J by finite differences."""
     rng = np.random.default_rng(1)
@@ -51,6 +52,7 @@ def test_ggn_equals_hand_jt_lambda_j(x64):
     np.testing.assert_allclose(np.asarray(post.precision) - np.eye(t0.size), hand, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_ggn_equals_hessian_when_residual_vanishes(x64):
     """Regression with targets y = f(x; θ*): the NLL Hessian has no residual term, so H = GGN."""
     x, _, params = tiny_regression()
@@ -71,6 +73,7 @@ def test_ggn_equals_hessian_when_residual_vanishes(x64):
     np.testing.assert_allclose(ggn, hess, atol=1e-8)
 
 
+@pytest.mark.slow
 def test_linear_model_is_conjugate_bayesian_regression(x64):
     """A linear net (identity, one layer): N(μ, Σ) equals the exact conjugate posterior."""
     rng = np.random.default_rng(2)
@@ -115,6 +118,7 @@ def test_linear_model_is_conjugate_bayesian_regression(x64):
     assert max(float(jnp.max(jnp.abs(g))) for g in jax.tree_util.tree_leaves(grad)) < 1e-8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "likelihood, widths", [("gaussian", (3, 4, 1)), ("categorical", (3, 4, 3))]
 )
@@ -144,6 +148,7 @@ def test_regularised_loss_is_the_models_negative_log_joint(x64, likelihood, widt
         np.testing.assert_allclose(float(energy - loss), constant, rtol=1e-10)
 
 
+@pytest.mark.slow
 def test_linearised_variance_brute_force(x64):
     x, y, params = tiny_regression()
     post = la.laplace(params, x, y, likelihood="gaussian", noise_scale=0.4, activation="tanh")
@@ -156,6 +161,7 @@ def test_linearised_variance_brute_force(x64):
     np.testing.assert_allclose(mean, nets.mlp_apply(params, xt, "tanh"))
 
 
+@pytest.mark.slow
 def test_output_jacobian_matches_the_batch_jacobian(x64):
     x, _, params = tiny_regression(widths=(2, 3, 2))
     theta, unravel = ravel_pytree(params)
@@ -175,6 +181,7 @@ def test_probit_probs_is_the_softmax_at_zero_variance_and_flattens_with_it():
         la.probit_probs(mean, jnp.zeros((1, 2)))
 
 
+@pytest.mark.slow
 def test_sampled_predictive_matches_linearised_for_linear_model(x64):
     x, y, _ = tiny_regression(widths=(2, 1))
     params = nets.mlp_init(KEY, (2, 1))
@@ -187,6 +194,7 @@ def test_sampled_predictive_matches_linearised_for_linear_model(x64):
     np.testing.assert_allclose(np.cov(np.asarray(samples).T), post.covariance, atol=0.02)
 
 
+@pytest.mark.slow
 def test_marginal_likelihood_gradient_zero_at_optimum(x64):
     x, y, params = tiny_regression(n=30)
     post = la.laplace(params, x, y, likelihood="gaussian", noise_scale=0.5, activation="tanh")
@@ -224,6 +232,7 @@ def test_marginal_likelihood_conjugate_evidence(x64):
     np.testing.assert_allclose(float(la.log_marginal_likelihood(post)), exact, rtol=1e-8)
 
 
+@pytest.mark.slow
 def test_last_layer_subset_and_classification_predictives():
     rng = np.random.default_rng(4)
     x = jnp.asarray(rng.normal(size=(30, 2)), jnp.float32)
@@ -253,6 +262,7 @@ def test_last_layer_subset_and_classification_predictives():
         np.testing.assert_allclose(probit, mc, atol=0.05)
 
 
+@pytest.mark.slow
 def test_bad_input():
     x, y, params = tiny_regression()
     with pytest.raises(ValueError, match="likelihood"):

@@ -26,6 +26,7 @@ def linear(x64):
     return x, theta, ggn, image
 
 
+@pytest.mark.slow
 def test_lanczos_eigenpairs_on_a_low_rank_matrix(linear):
     _, _, ggn, image = linear
     lam, u = ld.lanczos_eigenpairs(lambda v: ggn @ v, ggn @ jnp.ones(6), 3)  # in the image
@@ -36,6 +37,7 @@ def test_lanczos_eigenpairs_on_a_low_rank_matrix(linear):
         ld.lanczos_eigenpairs(lambda v: v, jnp.ones(2), 3)
 
 
+@pytest.mark.slow
 def test_increment_stays_in_the_image_unless_unprojected(linear):
     x, theta, _, image = linear
     kernel = np.eye(6) - image @ image.T
@@ -48,6 +50,7 @@ def test_increment_stays_in_the_image_unless_unprojected(linear):
     assert np.linalg.norm(kernel @ broken) > 0.1 * np.linalg.norm(broken)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("project", [True, False])
 def test_diffusion_has_the_laplace_covariance_on_its_subspace(linear, project):
     """Linear model: T steps of variance h = 1/T add up to U(Λ + α)⁻¹Uᵀ (projected) or to

@@ -12,6 +12,7 @@ def _gaussian(z):
     return -0.5 * jnp.sum(z**2)
 
 
+@pytest.mark.slow
 def test_standard_normal_is_sampled_correctly():
     d = 20
 
@@ -122,6 +123,7 @@ def _tuned_l_and_step_size(energy_var, reference: bool, n_keys=64, tuning_steps=
     return float(np.median(L)), float(np.median(eps))
 
 
+@pytest.mark.slow
 def test_tuning_matches_blackjax_at_constant_target():
     # At a constant target (BlackJAX's default 5e-4, where ε follows the Var[ΔE] ∝ ε^6 rule;
     # at 0.1 this Gaussian's ε is near its stability limit and barely reacts to the target)
@@ -150,6 +152,7 @@ def test_tune_init_starts_at_mile_values():
     assert float(L) == pytest.approx(20.0)  # sqrt(400)
 
 
+@pytest.mark.slow
 def test_tune_scan_adapts_step_size_and_averages_in_phase_two():
     target, mask, n3 = mclmc.energy_var_schedule(100)
     carry = mclmc.tune_init(_gaussian, jax.random.PRNGKey(0), jnp.full(5, 1.0))
@@ -166,6 +169,7 @@ def test_tune_scan_adapts_step_size_and_averages_in_phase_two():
     assert float(carry0[3][0]) == 0
 
 
+@pytest.mark.slow
 def test_tune_finish_sets_l_from_variances_then_ess():
     key = jax.random.PRNGKey(0)
     state, params, adapt, _ = mclmc.tune_init(_gaussian, key, jnp.zeros(3))
@@ -183,6 +187,7 @@ def test_tune_finish_sets_l_from_variances_then_ess():
     assert np.isfinite(float(L)) and float(L) > 0 and float(L) != pytest.approx(np.sqrt(5.0))
 
 
+@pytest.mark.slow
 def test_sample_scan_keeps_every_thinning_th_step():
     key = jax.random.PRNGKey(0)
     state = mclmc.tune_init(_gaussian, key, jnp.ones(3))[0]
@@ -203,6 +208,7 @@ def test_chain_keys_are_four_distinct_splits_of_the_chain_key():
     assert len({tuple(np.asarray(k).tolist()) for k in keys}) == 4
 
 
+@pytest.mark.slow
 def test_run_chain_is_mclmc_chain_with_divergence_count():
     key, z0 = jax.random.PRNGKey(2), jnp.full(4, 1.5)
     (z, logdensity, _), L, eps, div = mclmc.run_chain(

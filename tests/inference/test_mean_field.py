@@ -24,6 +24,7 @@ def _q(widths=(2, 3, 2), key=0):
     return mf.MeanField(q.loc, scale)
 
 
+@pytest.mark.slow
 def test_init_shapes_and_scales():
     q = mf.init(jax.random.key(1), (3, 4, 2), init_scale=0.2)
     assert [layer["W"].shape for layer in q.loc] == [(3, 4), (4, 2)]
@@ -35,6 +36,7 @@ def test_init_shapes_and_scales():
         mf.init(jax.random.key(1), (3, 4, 2), init_scale=-1.0)
 
 
+@pytest.mark.slow
 def test_is_a_pytree():
     q = _q()
     doubled = jax.tree.map(lambda v: 2 * v, q)
@@ -60,6 +62,7 @@ def test_check_names_mismatched_trees_and_bad_scales():
     assert mf.check(q) is q
 
 
+@pytest.mark.slow
 def test_sample_moments_and_key_order():
     q = _q()
     draws = mf.sample(jax.random.key(2), q, 40_000)
@@ -77,6 +80,7 @@ def test_sample_moments_and_key_order():
         mf.sample(jax.random.key(2), q, 0)
 
 
+@pytest.mark.slow
 def test_log_density_matches_scipy():
     q = _q()
     w = jax.tree.map(lambda v: v[0], mf.sample(jax.random.key(3), q, 1))
@@ -92,6 +96,7 @@ def test_log_density_matches_scipy():
     assert not np.isclose(float(mf.log_density(wide, w)), want, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_kl_to_prior_matches_numpyro_and_splits_by_unit():
     q, prior_scale = _q(), 0.7
     want = sum(
@@ -115,6 +120,7 @@ def test_kl_to_prior_matches_numpyro_and_splits_by_unit():
         mf.kl_per_unit(mf.init(jax.random.key(0), (2, 3, 3, 1)))
 
 
+@pytest.mark.slow
 def test_kl_to_prior_matches_monte_carlo():
     q = _q((1, 2, 1))
     draws = mf.sample(jax.random.key(5), q, 200_000)
@@ -127,6 +133,7 @@ def test_kl_to_prior_matches_monte_carlo():
     assert float(mf.kl_to_prior(q, 1.3)) == pytest.approx(mc, abs=0.02)
 
 
+@pytest.mark.slow
 def test_outputs_are_the_nets_of_the_draws():
     q = _q((2, 3, 2))
     x = jax.random.normal(jax.random.key(4), (5, 2))
@@ -141,6 +148,7 @@ def test_outputs_are_the_nets_of_the_draws():
         mf.outputs(jax.random.key(3), q, jnp.ones((5, 3)), 7)
 
 
+@pytest.mark.slow
 def test_auto_normal_round_trip_and_a_numpyro_fit():
     q = _q()
     params = mf.to_auto_normal(q)

@@ -41,6 +41,7 @@ def test_unit_directions():
     np.testing.assert_allclose(jnp.linalg.norm(d, axis=1), 1.0, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_drift_refine_stays_near_map_loss():
     x, y, theta, unravel = toy_map()
     loss = metricbnn.refinement_loss(unravel, TANH, x, y, likelihood="gaussian", noise_scale=0.1)
@@ -97,6 +98,7 @@ def test_autoencoder_losses_hand_computed():
     np.testing.assert_allclose(l_d, 1.0, rtol=1e-6)  # ‖2u − u‖² = 1 for unit rows
 
 
+@pytest.mark.slow
 def test_autoencoder_and_latent_sampling():
     x, y, theta, unravel = toy_map()
     loss = metricbnn.refinement_loss(unravel, TANH, x, y, likelihood="gaussian", noise_scale=0.1)
@@ -124,6 +126,7 @@ def test_autoencoder_and_latent_sampling():
         metricbnn.train_autoencoder(KEY, paths[0], theta)
 
 
+@pytest.mark.slow
 def test_straightness_gaussian_and_explained_variance():
     line = jnp.linspace(0, 1, 11)[None, :, None] * jnp.array([1.0, 2.0])
     np.testing.assert_allclose(metricbnn.straightness(line), 1.0, rtol=1e-6)
@@ -138,6 +141,7 @@ def test_straightness_gaussian_and_explained_variance():
     np.testing.assert_allclose(metricbnn.explained_variance(samples, 1), 9 / 10.25, atol=0.02)
 
 
+@pytest.mark.slow
 def test_push_forward_and_cnn():
     params = cnn.cnn_init(
         KEY, image_size=12, channels=(2, 3), kernel=3, hidden=(5, 4), num_classes=3
@@ -198,6 +202,7 @@ def test_stable_learning_rate_reuses_a_measured_curvature(monkeypatch):
     assert metricbnn.stable_learning_rate(loss, theta, key, 1e-2, lam_max=1000.0) == 1e-3
 
 
+@pytest.mark.slow
 def test_walk_and_embed_is_both_phases_with_split_keys():
     x, y, theta, unravel = toy_map()
     loss = metricbnn.refinement_loss(unravel, TANH, x, y, likelihood="gaussian", noise_scale=0.1)

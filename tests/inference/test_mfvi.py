@@ -38,6 +38,7 @@ def linear_fit():
     return fit, x, mean, precision
 
 
+@pytest.mark.slow
 def test_mfvi_recovers_the_conjugate_posterior(linear_fit):
     """The mean-field optimum of a Gaussian posterior: its mean and sd_j = 1/√Λ_jj."""
     fit, _, mean, precision = linear_fit
@@ -64,6 +65,7 @@ def test_glorot_sites_shapes_and_scale():
     np.testing.assert_allclose(float(jnp.std(values["W0"])), math.sqrt(2 / 500), rtol=0.02)
 
 
+@pytest.mark.slow
 def test_tempered_fit_moves_toward_the_prior():
     """η = 100 weighs the KL heavily: the fitted sds come out closer to the prior's 1."""
     rng = np.random.default_rng(1)

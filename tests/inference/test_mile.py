@@ -28,6 +28,7 @@ def _starts(n_chains, seed=0):
     return mile.warm_start_positions(params)
 
 
+@pytest.mark.slow
 def test_log_density_matches_model():
     x, y = _data()
     pos = jax.tree.map(lambda a: a[0], _starts(1))
@@ -45,6 +46,7 @@ def test_log_density_matches_model():
     np.testing.assert_allclose(mile.log_density(pos, x, y, widths=WIDTHS), expected, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_run_bde_shapes_and_finite_tuning():
     x, y = _data()
     out = mile.run_bde(
@@ -65,6 +67,7 @@ def test_run_bde_shapes_and_finite_tuning():
     assert mean.shape == (3, 10, 24) and sigma.shape == (3, 10)
 
 
+@pytest.mark.slow
 def test_resume_does_not_recompute(tmp_path, monkeypatch):
     x, y = _data()
     starts = _starts(2)
@@ -87,6 +90,7 @@ def test_resume_does_not_recompute(tmp_path, monkeypatch):
     assert calls == ["s"]
 
 
+@pytest.mark.slow
 def test_units_key_on_the_computation_version_not_the_source(tmp_path, monkeypatch):
     x, y = _data()
     starts = _starts(2)
@@ -108,6 +112,7 @@ def test_units_key_on_the_computation_version_not_the_source(tmp_path, monkeypat
     assert len(list((tmp_path / "mile-tune").glob("*.npz"))) == 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cached", [False, True])
 def test_per_chain_prior_scale_matches_shared_scales(tmp_path, cached):
     x, y = _data()
@@ -134,6 +139,7 @@ def test_per_chain_prior_scale_matches_shared_scales(tmp_path, cached):
         mile.run_bde(jax.random.PRNGKey(0), x, y, starts, prior_scale=[1.0, 0.0], **kw)
 
 
+@pytest.mark.slow
 def test_nuts_bde_runs_from_warm_starts():
     x, y = _data()
     samples, stats = mile.run_nuts_bde(
@@ -193,6 +199,7 @@ def _het_starts(n_chains, seed=0):
     return mile.warm_start_positions(params, heteroscedastic=True)
 
 
+@pytest.mark.slow
 def test_heteroscedastic_log_density_matches_scipy():
     from scipy import stats
 
@@ -213,6 +220,7 @@ def test_heteroscedastic_log_density_matches_scipy():
     assert "heteroscedastic" not in models.MLP(WIDTHS).kwargs(x, y)  # mean regression as before
 
 
+@pytest.mark.slow
 def test_heteroscedastic_run_bde_samples_and_predicts_scales(tmp_path):
     x, y = _data()
     starts = _het_starts(3)
@@ -243,6 +251,7 @@ def test_heteroscedastic_run_bde_samples_and_predicts_scales(tmp_path):
     np.testing.assert_array_equal(again["samples"]["W1"], cached["samples"]["W1"])
 
 
+@pytest.mark.slow
 def test_heteroscedastic_nuts_bde_runs():
     x, y = _data()
     samples, _ = mile.run_nuts_bde(
@@ -286,6 +295,7 @@ def test_heteroscedastic_bad_input():
         mile.predict({k: v for k, v in _starts(2).items() if k != "log_sigma"}, x)
 
 
+@pytest.mark.slow
 def test_categorical_log_density_and_run_bde():
     """likelihood="categorical": the classifier's log joint (no log_sigma site) and its chains."""
     x, _ = _data()

@@ -21,6 +21,7 @@ KWARGS = {"x": X, "y": 0.5 * X, "depth": 2, "sigma": 0.5, "tau": 1.0}
 BUDGET = {"num_chains": 2, "num_warmup": 20, "num_samples": 20}
 
 
+@pytest.mark.slow
 def test_thinning_keeps_every_kth_draw_and_every_statistic(tmp_path):
     full, full_stats = mcmc.nuts(jax.random.key(0), models.narrow_network, KWARGS, **BUDGET)
     thin, stats = mcmc.nuts(
@@ -51,6 +52,7 @@ def test_thinning_rejects_misaligned_budgets(change, message):
         mcmc.nuts(jax.random.key(0), models.narrow_network, KWARGS, **BUDGET, **change)
 
 
+@pytest.mark.slow
 def test_a_one_device_mesh_gives_the_same_draws():
     plain, _ = mcmc.nuts(jax.random.key(1), models.narrow_network, KWARGS, **BUDGET)
     meshed, stats = mcmc.nuts(
@@ -83,6 +85,7 @@ _SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_chains_sharded_over_two_devices_match_one_device():
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2")
     env["JAX_PLATFORMS"] = "cpu"
@@ -93,6 +96,7 @@ def test_chains_sharded_over_two_devices_match_one_device():
     assert "OK" in done.stdout
 
 
+@pytest.mark.slow
 def test_warmup_stats_count_the_leapfrog_steps_of_the_adaptation(tmp_path):
     """``warmup_stats``: the adaptation's leapfrog steps per step, the draws unchanged."""
     plain, plain_stats = mcmc.nuts(jax.random.key(2), models.narrow_network, KWARGS, **BUDGET)

@@ -32,6 +32,7 @@ def _samples(spec, chains=2, draws=3, log_sigma=True):
     return out, params
 
 
+@pytest.mark.slow
 def test_regression_predictive_is_the_network_output():
     spec = MLP((2, 4, 1), activation="tanh")
     samples, params = _samples(spec)
@@ -44,6 +45,7 @@ def test_regression_predictive_is_the_network_output():
     np.testing.assert_allclose(fixed["noise_scale"], 0.3)
 
 
+@pytest.mark.slow
 def test_heteroscedastic_and_classification_predictives():
     het = MLP((2, 4, 2), heteroscedastic=True)
     samples, params = _samples(het, log_sigma=False)
@@ -73,6 +75,7 @@ def test_predictive_rejects_bad_samples():
         reference.predictive(spec, samples, np.zeros((2, 3)))
 
 
+@pytest.mark.slow
 def test_tiny_regression_run_thins_and_reports():
     spec = MLP((2, 3, 1), activation="tanh")
     out = reference.run(jax.random.PRNGKey(0), spec, X, Y_REG, POINTS, num_kept=5, **TINY)
@@ -84,6 +87,7 @@ def test_tiny_regression_run_thins_and_reports():
     assert np.isfinite(out["predictive"]["test"]["f"]).all()
 
 
+@pytest.mark.slow
 def test_tiny_classification_run():
     spec = MLP((2, 3, 2), likelihood="categorical", activation="tanh")
     out = reference.run(jax.random.PRNGKey(0), spec, X, Y_CLS, {"test": X[:4]}, **TINY)

@@ -43,6 +43,7 @@ _SHARD_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sharded_and_unsharded_agree():
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2")
     env["JAX_PLATFORMS"] = "cpu"
@@ -70,6 +71,7 @@ def test_replicate_and_scale_for():
     np.testing.assert_array_equal(scales[:2], [3.0, 1.0])
 
 
+@pytest.mark.slow
 def test_chain_programs_are_cached_and_whole_program_matches_run_chain():
     spec = (1.0,)
     a = sharding.chain_programs(_target, spec, 10, 5, 2)
@@ -90,6 +92,7 @@ def test_chain_programs_are_cached_and_whole_program_matches_run_chain():
     np.testing.assert_allclose(L[1], L1, rtol=1e-3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("per_chain", [False, True])
 def test_tune_and_sample_chains(per_chain):
     mesh = sharding.chain_mesh()

@@ -44,6 +44,7 @@ def toy_data(n=12):
     return x, (np.sin(x[:, 0]) + 0.1 * rng.normal(size=n)).astype(np.float32)
 
 
+@pytest.mark.slow
 def test_log_q_symmetrised_two_ways():
     q = make_q()
     w = jax.tree.map(lambda v: v[0], mf.sample(jax.random.key(1), q, 1))
@@ -57,6 +58,7 @@ def test_log_q_symmetrised_two_ways():
     np.testing.assert_allclose(sym.log_q_symmetrised(q, w, group), direct, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_sample_symmetrised_permutes_the_draws_of_q():
     q = make_q()
     key = jax.random.key(4)
@@ -72,11 +74,13 @@ def test_sample_symmetrised_permutes_the_draws_of_q():
     assert not np.allclose(base[1]["W"], moved[1]["W"])
 
 
+@pytest.mark.slow
 def test_mi_zero_for_symmetric_q():
     value, se = sym.mutual_information(jax.random.key(0), symmetric_q(), 200)
     assert abs(float(value)) < 1e-5 and float(se) < 1e-5
 
 
+@pytest.mark.slow
 def test_mi_tends_to_log_group_size_for_separated_copies():
     log_g = math.log(6)
     near, _ = sym.mutual_information(jax.random.key(0), make_q(spread=0.05), 500)
@@ -86,6 +90,7 @@ def test_mi_tends_to_log_group_size_for_separated_copies():
     assert float(far) <= log_g + 1e-6
 
 
+@pytest.mark.slow
 def test_infonce_is_a_lower_bound_that_tightens_with_k():
     q = make_q(spread=1.0, scale=0.6)
     exact, se = sym.mutual_information(jax.random.key(0), q, 4000)
@@ -111,6 +116,7 @@ def test_infonce_is_a_lower_bound_that_tightens_with_k():
     assert float(gap_se[-1]) < float(np.hypot(curve_se[-1], se))
 
 
+@pytest.mark.slow
 def test_elbo_identity():
     """ELBO(q_G) − ELBO(q) = I within Monte-Carlo error ([SYM] §4)."""
     x, y = toy_data()
@@ -125,6 +131,7 @@ def test_elbo_identity():
     assert abs(gap - float(mi)) < 4 * se
 
 
+@pytest.mark.slow
 def test_mi_term_exact_and_infonce():
     q = make_q(spread=1.0, scale=0.6)
     exact = sym.mutual_information(jax.random.key(0), q, 4000)[0]
@@ -135,6 +142,7 @@ def test_mi_term_exact_and_infonce():
     assert all(bool(jnp.all(jnp.isfinite(g))) for g in jax.tree.leaves(grad))
 
 
+@pytest.mark.slow
 def test_symmetrised_elbo_is_the_mean_field_elbo_minus_lambda_i():
     x, y = toy_data()
     q = make_q(spread=0.8, scale=0.4)
@@ -151,6 +159,7 @@ def test_symmetrised_elbo_is_the_mean_field_elbo_minus_lambda_i():
         np.testing.assert_allclose(got, plain - lam * mi, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_fit_symmetrised_raises_mi():
     x, y = toy_data(20)
     keys = jnp.stack([jax.random.key_data(jax.random.key(0))] * 2)
@@ -173,6 +182,7 @@ def test_fit_symmetrised_raises_mi():
     assert mis[1] >= mis[0] - 0.05
 
 
+@pytest.mark.slow
 def test_fit_starts_from_mean_field_init():
     """One step of tiny size leaves q at the start of :func:`mf.init`."""
     x, y = toy_data()
@@ -194,6 +204,7 @@ def test_fit_starts_from_mean_field_init():
         np.testing.assert_allclose(got[0], want, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_fit_categorical_runs():
     rng = np.random.default_rng(1)
     x = rng.normal(size=(16, 2)).astype(np.float32)
@@ -212,6 +223,7 @@ def test_fit_categorical_runs():
     assert q.loc[1]["W"].shape == (2, 3, 3) and bool(jnp.all(jnp.isfinite(losses)))
 
 
+@pytest.mark.slow
 def test_input_validation():
     q = make_q()
     x, y = toy_data()

@@ -93,6 +93,7 @@ def test_augment_appends_ones_and_checks_shape():
 # --------------------------------------------------------------------------- the objective
 
 
+@pytest.mark.slow
 def test_kl_is_zero_at_the_prior_and_matches_hand_formula():
     _, _, q = tiny_problem()
     assert float(mean_field.kl_to_prior(q, 0.7)) == pytest.approx(hand_kl(q, 0.7), rel=1e-5)
@@ -105,6 +106,7 @@ def test_kl_is_zero_at_the_prior_and_matches_hand_formula():
     assert float(per_neuron.sum()) == pytest.approx(hand_kl(q, 0.7), rel=1e-5)
 
 
+@pytest.mark.slow
 def test_tempered_objective_is_minus_eta_kl_plus_expected_log_likelihood():
     """NumPyro's loss with the η-scaled guide = −(−η·KL + E_q log L), checked by hand."""
     x, y, q = tiny_problem()
@@ -146,6 +148,7 @@ def test_expected_loss_is_the_data_term_without_its_constant():
     assert float(zero["expected_loss"]) == pytest.approx(0.0, abs=1e-5)
 
 
+@pytest.mark.slow
 def test_temperature_only_reweights_the_kl():
     """Same key, two temperatures: the ELBOs differ by exactly (η₁ − η₂)·KL."""
     x, y, q = tiny_problem()
@@ -183,6 +186,7 @@ def test_relu_gaussian_moments_match_quadrature(m, s):
     assert float(e2) == pytest.approx(q2, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_predictive_moments_match_monte_carlo():
     x, _, q = tiny_problem(width=4)
     mean, var = tempering.predictive_moments(q, x)
@@ -191,6 +195,7 @@ def test_predictive_moments_match_monte_carlo():
     np.testing.assert_allclose(var, f.var(0), rtol=0.03, atol=1e-3)
 
 
+@pytest.mark.slow
 def test_gap_is_the_variance_term_and_shrinks_like_one_over_n():
     """Replicating every neuron k times keeps ν_N^θ and divides the gap by k exactly."""
     x, y, q = tiny_problem()
@@ -243,6 +248,7 @@ def test_model_uses_mean_field_scaling_and_checks_input():
         tempering.model(x, y, width=4, n_out=2)
 
 
+@pytest.mark.slow
 def test_fit_tempered_increases_the_elbo_and_shapes():
     x, y, _ = tiny_problem(n=20)
     init = tempering.init_params(KEY, 2, 8)
@@ -262,6 +268,7 @@ def test_fit_tempered_increases_the_elbo_and_shapes():
     assert kl[1] > kl[0]
 
 
+@pytest.mark.slow
 def test_fit_tempered_batched_over_data_sets_keeps_padded_inputs_at_the_prior():
     x, y, _ = tiny_problem(n=10)
     x_pad = jnp.pad(x, ((0, 0), (0, 1)))  # a zero column: its weights see no data
@@ -290,6 +297,7 @@ def test_fit_tempered_batched_over_data_sets_keeps_padded_inputs_at_the_prior():
         )
 
 
+@pytest.mark.slow
 def test_categorical_model_and_predictive_probabilities():
     rng = np.random.default_rng(3)
     x = tempering.augment(jnp.asarray(rng.normal(size=(12, 3)), jnp.float32))
@@ -318,6 +326,7 @@ def test_categorical_model_and_predictive_probabilities():
         tempering.model(x, jnp.zeros(12), width=5, subsample_size=4)
 
 
+@pytest.mark.slow
 def test_mlp_classification_rejects_bad_labels_shape():
     x = jnp.ones((4, 2))
     with pytest.raises(ValueError, match="y must have shape"):

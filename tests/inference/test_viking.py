@@ -30,6 +30,7 @@ def _dense_kl(mean, cov, alpha):
     return 0.5 * (alpha * np.trace(cov) + alpha * mean @ mean - p - logdet - p * math.log(alpha))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alpha, s_k, s_im", [(1.0, 1.0, 0.1), (0.3, 2.0, 0.05), (4.0, None, 1.5)])
 def test_kl_divergence_equals_the_dense_kl(small, alpha, s_k, s_im):
     theta, _, _, jac, proj = small
@@ -81,6 +82,7 @@ def test_sample_parts_are_orthogonal_and_have_the_family_covariance(small):
         vk.sample_parts(jax.random.PRNGKey(3), proj, 2.0, 0.5, 0)
 
 
+@pytest.mark.slow
 def test_negative_elbo_matches_the_analytic_expectation(small):
     theta, model_fn, x, jac, _ = small
     y = jnp.sin(3 * x[:, 0])[:, None]
@@ -119,6 +121,7 @@ def test_negative_elbo_weights_the_kl_by_beta(small):
     assert float(full - tempered) == pytest.approx(0.9 * kl, rel=1e-10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("likelihood", ["gaussian", "categorical"])
 def test_fit_viking_lowers_the_negative_elbo(small, likelihood):
     theta, model_fn, x, _, _ = small
@@ -157,6 +160,7 @@ def test_fit_viking_rejects_bad_input(small):
         vk.fit_viking(jax.random.PRNGKey(1), model_fn, theta, x, y, kl_weight=0.0)
 
 
+@pytest.mark.slow
 def test_linearised_predictive_is_zero_in_the_kernel_at_the_training_inputs(small):
     theta, model_fn, x, jac, proj = small
     post = vk.VikingPosterior(theta, 4.0, 1e-3, 0, proj, np.zeros(1))

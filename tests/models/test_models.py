@@ -121,6 +121,7 @@ def test_mlp_regression_sites():
     assert tr["y"]["value"].shape == (3,)
 
 
+@pytest.mark.slow
 def test_mlp_regression_log_joint_with_fixed_noise():
     sites, params = mlp_params()
     kwargs = {"widths": WIDTHS, "activation": "tanh", "prior_scale": 0.8, "noise_scale": 0.3}
@@ -176,6 +177,7 @@ def test_mlp_regression_prior_predictive_scale():
     assert float(jnp.std(draws["mean"])) == pytest.approx(1.0, rel=0.06)
 
 
+@pytest.mark.slow
 def test_narrow_network_adjusted_prior_log_joint_matches_scipy():
     """Prop. B.5's prior N(θ₀, Σ) with per-weight means and scales."""
     x, y = np.linspace(-1, 1, 5), np.linspace(-0.5, 0.7, 5)

@@ -53,6 +53,7 @@ def test_check_widths_rejects_bad_widths(widths):
         nets.check_widths(widths)
 
 
+@pytest.mark.slow
 def test_mlp_init_shapes():
     params = nets.mlp_init(jax.random.key(0), WIDTHS)
     assert len(params) == len(WIDTHS) - 1
@@ -194,6 +195,7 @@ def test_symmetries_of_bias_free_mlp_keep_function():
         np.testing.assert_allclose(nets.mlp_apply(new, x), f, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_glorot_scheme_draws_kernels_and_zero_biases():
     layers = nets.mlp_init(jax.random.PRNGKey(0), (300, 200, 1), scheme="glorot")
     assert float(jnp.abs(layers[0]["b"]).max()) == 0.0 and layers[1]["b"].shape == (1,)
@@ -217,6 +219,7 @@ def test_fan_in_and_he_schemes_scale_by_the_fan_in(scheme, variance):
     assert float(jnp.abs(layers[1]["b"]).max()) == 0.0
 
 
+@pytest.mark.slow
 def test_dead_relu_start_kills_layer():
     x = jax.random.normal(jax.random.PRNGKey(1), (20, 3))
     params = nets.mlp_init(jax.random.PRNGKey(0), (3, 8, 8, 1), scheme="glorot")

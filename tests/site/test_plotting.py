@@ -69,6 +69,7 @@ _KERNEL_CELLS = (
 )
 
 
+@pytest.mark.slow
 def test_use_style_gives_figures_an_image_in_a_kernel_under_mplbackend_agg(monkeypatch):
     """Under MPLBACKEND=Agg a glued or shown figure still has image/png, not '<Figure size'."""
     nbformat = pytest.importorskip("nbformat")

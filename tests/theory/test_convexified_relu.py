@@ -26,6 +26,7 @@ def net_and_data(x64):
     return params, x, y
 
 
+@pytest.mark.slow
 def test_group_hadamard_is_the_rowwise_product(net_and_data):
     params, _, _ = net_and_data
     u = convex.group_hadamard(params)
@@ -44,6 +45,7 @@ def test_activation_patterns_are_the_relu_gates(net_and_data):
     np.testing.assert_array_equal(d, (x @ np.asarray(params[0]["W"]) >= 0).T)
 
 
+@pytest.mark.slow
 def test_f_is_the_negative_log_posterior(net_and_data):
     params, x, y = net_and_data
     kwargs = {"widths": (D, H, 1), "bias": False, "prior_scale": TAU, "noise_scale": SIGMA}

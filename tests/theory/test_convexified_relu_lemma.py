@@ -16,6 +16,7 @@ RNG = np.random.default_rng(0)
 X, Y = RNG.normal(size=(20, 3)), RNG.normal(size=20)
 
 
+@pytest.mark.slow
 def test_lemma_gaps_gap_is_the_imbalance():
     out = {
         k: np.asarray(v)
@@ -27,6 +28,7 @@ def test_lemma_gaps_gap_is_the_imbalance():
     assert np.max(out["change_of_f"]) < 1e-9
 
 
+@pytest.mark.slow
 def test_lemma_check_and_summary(monkeypatch):
     split = types.SimpleNamespace(x_train=X, y_train=Y)
     monkeypatch.setattr(convex.data, "load_split", lambda name, seed: split)

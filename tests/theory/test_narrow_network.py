@@ -263,6 +263,7 @@ def test_mfvi_kl_is_zero_at_the_prior_and_batches():
     np.testing.assert_allclose(np.asarray(theory.mfvi_kl(mu, s, 0.7)), np.zeros(4), atol=1e-12)
 
 
+@pytest.mark.slow
 def test_mfvi_kl_matches_monte_carlo():
     mu, s, tau = jnp.array([0.3, -1.2]), jnp.array([0.5, 1.0]), 1.5
     estimate, se = theory.mfvi_kl_monte_carlo(jax.random.key(0), mu, s, tau, 50_000)
@@ -332,6 +333,7 @@ def _best_numerical_elbo(sigma, tau, y=Y):
     return best.x, -best.fun
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sigma", "tau"), [(0.5, 0.2), (0.5, 0.5), (0.5, 1.0), (1.0, 2.0)])
 def test_mfvi_two_layer_optimum_matches_numerical_optimum(sigma, tau):
     opt = theory.mfvi_two_layer_optimum(X, Y, sigma, tau)
@@ -347,6 +349,7 @@ def test_mfvi_two_layer_optimum_matches_numerical_optimum(sigma, tau):
     np.testing.assert_allclose(np.concatenate(grad), 0.0, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_mfvi_two_layer_optimum_threshold_and_stability():
     sigma = 0.5
     tau2_c = sigma**2 / (SXY - sigma**2 * SXX / SXY)
@@ -386,6 +389,7 @@ U = np.linspace(-40.0, 15.0, 2751)  # du = 0.02
 DU = U[1] - U[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("depth", [1, 2, 3, 5])
 @pytest.mark.parametrize("tau", [0.5, 1.0, 2.0])
 def test_log_abs_product_density_integrates_to_one(depth, tau):
@@ -402,6 +406,7 @@ def test_log_abs_product_density_depth_one_is_density_of_log_abs_w(tau):
     np.testing.assert_allclose(theory.log_abs_product_density(1, tau, U), expected, atol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("depth", [2, 3, 4])
 @pytest.mark.parametrize("tau", [1.0, 1.5])
 def test_log_abs_product_density_moments(depth, tau):
@@ -418,6 +423,7 @@ def test_log_abs_product_density_depth_three_mean_abs_beta():
     assert np.sum(np.exp(U) * dens) * DU == pytest.approx((2 / np.pi) ** 1.5, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_log_abs_product_density_on_a_grid_not_aligned_with_zero():
     u = (np.arange(7001) - 6000.5) * 0.005  # uniform, but 0 lies between two grid points
     dens = theory.log_abs_product_density(3, 1.0, u)
@@ -449,6 +455,7 @@ def test_posterior_beta_quadrature_depth_one_is_conjugate(sigma, tau):
     assert post["prob_positive"] == pytest.approx(stats.norm.cdf(m / np.sqrt(v)), rel=1e-5)
 
 
+@pytest.mark.slow
 def test_posterior_beta_quadrature_depth_two_matches_2d_grid():
     sigma, tau = 1.0, 1.0
     grid = np.linspace(-5, 5, 800)  # even: no grid line on an axis, where β = 0
@@ -511,6 +518,7 @@ def test_log_abs_product_density_rejects_a_grid_that_misses_the_mass():
         theory.log_abs_product_density(2, 1.0, np.linspace(0.5, 3.0, 200))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("n", "half_width"), [(100, 1.5), (200, 2.0)])
 def test_quadrature_survives_a_strong_likelihood_and_a_tight_prior(n, half_width):
     """Regression: the prior density of β was floored at 1e-300 before its log, so where a

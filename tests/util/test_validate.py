@@ -194,6 +194,7 @@ def test_laplace_entry_points():
         map_estimate.train_map(params, x, y, likelihood="gaussian")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("subset", ["full", "last_layer"])
 def test_linearised_predictive_checks_the_feature_count(subset):
     x, y, params = _regression()

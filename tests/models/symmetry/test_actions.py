@@ -41,6 +41,7 @@ def hidden(widths):
     return list(enumerate(widths[1:-1]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("widths", WIDTHS)
 @pytest.mark.parametrize("act", ["relu", "tanh"])
 def test_permutation_leaves_f_unchanged(widths, act):

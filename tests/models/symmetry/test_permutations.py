@@ -32,6 +32,7 @@ def test_random_permutations_are_permutations():
     assert len({tuple(p) for p in draws}) > 10
 
 
+@pytest.mark.slow
 def test_permute_params_matches_nets():
     params = nets.mlp_init(jax.random.key(3), (2, 4, 3))
     perms = perm.random_permutations(jax.random.key(4), 4, 5)
@@ -43,6 +44,7 @@ def test_permute_params_matches_nets():
                 np.testing.assert_allclose(got[k][i], want[k])
 
 
+@pytest.mark.slow
 def test_permutation_orbit_matches_nets():
     params = nets.mlp_init(jax.random.key(2), (2, 3, 2, 1))
     orbit = perm.permutation_orbit(params)
@@ -58,6 +60,7 @@ def test_permutation_orbit_matches_nets():
                 np.testing.assert_allclose(got_layer[k][i], want_layer[k])
 
 
+@pytest.mark.slow
 def test_log_permanent_matches_enumeration():
     L = 2.0 * jax.random.normal(jax.random.key(0), (5, 5))
     group = perm.permutation_group(5)

@@ -218,6 +218,7 @@ def test_group_norm_known_values():
     np.testing.assert_allclose(symmetry.group_norm(np.ones((2, 3, 4))), np.full((2, 3), 2.0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("scale", [0.5, 1.0, 2.0])
 def test_group_scaling_gap_is_the_pairwise_gap_of_the_norm(kind, scale):
@@ -294,6 +295,7 @@ def test_counterexample_errors():
 # --- App. B.2: distant layers ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("layer", [3, 4, 5])
 def test_distant_scaling_gap_is_zero(kind, layer):
@@ -345,6 +347,7 @@ def test_distant_scaling_errors(shape, layer, c, match):
         symmetry.distant_scaling_gap(np.ones(shape), c, layer)
 
 
+@pytest.mark.slow
 def test_output_change_and_mlp_symmetry_changes():
     import jax
 
@@ -371,6 +374,7 @@ def test_pairwise_root_checks_find_the_two_roots():
     assert ok == [True] * 4 and min(away) > 0
 
 
+@pytest.mark.slow
 def test_distant_scaling_draws_are_invariant():
     import jax
 
@@ -383,6 +387,7 @@ def test_norm_swap_deviation_is_zero(kind):
     assert symmetry.norm_swap_deviation(np.array([0.5, 0.9]), 0.8, GRID, kind) < 1e-12
 
 
+@pytest.mark.slow
 def test_counterexample_study_finds_the_norm_swap_root():
     out = symmetry.counterexample_study(0.5, 0.8, 0.9, paper_root=0.77754)
     assert out["c_star"] == pytest.approx(0.8 / np.sqrt(1.06))

@@ -21,6 +21,7 @@ SIGMA, TAU = 0.5, 1.0
 OPT = {"num_starts": 8, "num_steps": 300, "newton_steps": 20}
 
 
+@pytest.mark.slow
 def test_orbit_deviation_is_round_off():
     key = jax.random.key(0)
     assert narrow_minima.orbit_deviation(key, 3, X, Y, SIGMA, TAU) < 1e-12
@@ -30,6 +31,7 @@ def test_orbit_deviation_is_round_off():
         narrow_minima.orbit_deviation(key, 1, X, Y, SIGMA, TAU)
 
 
+@pytest.mark.slow
 def test_penalised_minima_match_and_have_sign_patterns():
     grid = narrow_minima.penalised_minima_grid(jax.random.key(1), (2,), (0.5,), X, Y, SIGMA, **OPT)
     r = grid[2, 0.5]
@@ -38,6 +40,7 @@ def test_penalised_minima_match_and_have_sign_patterns():
     assert r["rel_gap"] == abs(r["min_w"] - r["min_beta"]) / abs(r["min_beta"])
 
 
+@pytest.mark.slow
 def test_matching_minima_of_eq24_and_g():
     r = narrow_minima.matching_minima(jax.random.key(2), 3, X, Y, SIGMA, TAU, **OPT)
     assert abs(r["min_w"] - r["min_g"]) / abs(r["min_g"]) < 1e-6

@@ -21,6 +21,7 @@ Y = 0.8 * X + 0.1 * np.sin(7.0 * X)
 SIGMA, TAU = 0.5, 1.0
 
 
+@pytest.mark.slow
 def test_mfvi_over_depth_is_exact_at_depth_one_and_matches_the_l2_optimum():
     out = narrow_posterior.mfvi_over_depth(
         jax.random.key(0), X, Y, SIGMA, TAU, (1, 2), num_starts=4
@@ -39,6 +40,7 @@ def test_collapse_depth():
     assert narrow_posterior.collapse_depth((1, 2), [0.5, 0.4]) is None
 
 
+@pytest.mark.slow
 def test_svi_over_depth_reaches_the_conjugate_mean():
     rows = narrow_posterior.svi_over_depth(
         jax.random.key(1), X, Y, SIGMA, TAU, (1,), num_steps=1500, num_particles=4
@@ -48,6 +50,7 @@ def test_svi_over_depth_reaches_the_conjugate_mean():
     assert rows[1]["ratio"] == 1.0 and np.isfinite(rows[1]["elbo"])
 
 
+@pytest.mark.slow
 def test_nuts_over_depth_agrees_with_the_quadrature():
     runs = narrow_posterior.nuts_over_depth(
         jax.random.key(2),
@@ -75,6 +78,7 @@ def test_posterior_modes_are_the_lasso_mode():
     )
 
 
+@pytest.mark.slow
 def test_hyperbola_fits_and_adjusted_prior_scan_plumbing():
     keys = jax.random.split(jax.random.key(4), 4)
     fits = narrow_posterior.hyperbola_fits(
@@ -217,6 +221,7 @@ def test_kl_against_monte_carlo_agrees_with_the_closed_form():
     assert 0 < kl["se"] < 0.05 and abs(kl["mc"] - kl["closed"]) < 4 * kl["se"]
 
 
+@pytest.mark.slow
 def test_exact_mean_abs_beta_is_the_quadrature_per_sigma_and_depth():
     means = narrow_posterior.exact_mean_abs_beta(X, Y, (0.5, 2.0), TAU, (1, 2))
     assert list(means) == [0.5, 2.0] and len(means[2.0]) == 2

@@ -148,6 +148,7 @@ def test_rhat_matching_units_removes_a_relabelling():
     assert set(values) == {"rhat_raw_3", "rhat_aligned_3"} and "of 40 draws" in table
 
 
+@pytest.mark.slow
 def test_sample_posterior_shapes():
     keys = jax.random.split(jax.random.key(2), 2)
     x, y = RNG.normal(size=(10, 3)), RNG.normal(size=10)

@@ -34,6 +34,7 @@ CFG = SimpleNamespace(
 )
 
 
+@pytest.mark.slow
 def test_sign_flip_gaps_vanish_for_both_symmetric_priors():
     gaps = runs.sign_flip_gaps(jax.random.key(0), 50, num_weights=3)
     assert set(gaps) == set(runs.KINDS) and max(gaps.values()) < 1e-12
@@ -42,6 +43,7 @@ def test_sign_flip_gaps_vanish_for_both_symmetric_priors():
         runs.sign_flip_gaps(jax.random.key(0), 0)
 
 
+@pytest.mark.slow
 def test_pairwise_roots_are_the_identity_and_the_swap():
     roots_ok, min_gap_away = runs.pairwise_roots(num=5, num_c=801)
     # 5 points on [-2, 2] without 0: 4 values, 8 pairs with |a| != |b|, two priors each
@@ -71,6 +73,7 @@ def test_two_weight_data_takes_the_first_input_column(monkeypatch):
     assert tau2_threshold == pytest.approx(CFG.sigma**2 / abs(X @ Y))
 
 
+@pytest.mark.slow
 def test_figure2_fits_and_tables_plumbing():
     keys = jax.random.split(jax.random.key(1), 3)
     fits = runs.figure2_fits(*keys, X, Y, CFG)
@@ -81,6 +84,7 @@ def test_figure2_fits_and_tables_plumbing():
     assert diagnostics.count("\n") == 2 + len(fits) and "divergences" in diagnostics
 
 
+@pytest.mark.slow
 def test_adjusted_runs_summary_and_table():
     tau2_c = theory.mfvi_two_layer_optimum(X, Y, CFG.sigma, 1.0)["tau2_critical"]
     scan = runs.adjusted_runs(jax.random.key(2), X, Y, tau2_c, CFG)

@@ -7,6 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from bnn_posteriors.studies.ch04_elbo_tempering import figures  # noqa: E402
@@ -20,6 +21,7 @@ def labels(fig: Figure) -> list[tuple[str, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_kl_rmse_and_predictive(toy):
     fits = toy.fake_fits()
     assert labels(figures.kl_rmse(fits)) == [

@@ -59,6 +59,7 @@ def test_fold_means_average_blocks():
     assert mnist.fold_means(np.arange(6.0), 2) == [0.5, 2.5, 4.5]
 
 
+@pytest.mark.slow
 def test_predictive_probs_are_float64_and_normalised():
     x, _ = tiny_images(n=6)
     q = tempering.init_params(KEY, x.shape[1], 4, 10, prior_scale=0.5, init_scale=0.1)
@@ -67,6 +68,7 @@ def test_predictive_probs_are_float64_and_normalised():
     np.testing.assert_allclose(probs.sum(1), 1.0, rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_temperature_sweep_and_cross_fit_pool_every_image():
     x, y = tiny_images(n=30)
     x_tr, y_tr, x_te, y_te = x[:20], y[:20], x[20:], y[20:]

@@ -148,6 +148,7 @@ def fitted():
     return sets, fits, pad_dev
 
 
+@pytest.mark.slow
 def test_fit_over_widths_matches_a_direct_fit_with_the_same_keys(fitted):
     sets, fits, pad_dev = fitted
     assert pad_dev == 0.0  # the padded inputs' weights see no data
@@ -196,6 +197,7 @@ def test_fit_over_widths_matches_a_direct_fit_with_the_same_keys(fitted):
     assert rows[1]["elbo"] == float(terms["elbo"]) and rows[1]["gap"] == float(terms["gap"])
 
 
+@pytest.mark.slow
 def test_fit_over_p_reuses_the_full_fit_and_reads_back(fitted):
     _, fits, _ = fitted
     ps = study.subsample_sizes(10, (0.5, 1.0))
@@ -228,6 +230,7 @@ def test_prior_q_has_zero_kl():
     assert float(mean_field.kl_to_prior(q)) == 0.0 and q.loc[1]["W"].shape == (5, 1)
 
 
+@pytest.mark.slow
 def test_mc_against_closed_form_agrees():
     mc, exact = study.mc_against_closed_form(KEY, width=16, n=10, num_particles=500)
     assert float(mc["kl"]) == pytest.approx(float(exact["kl"]), rel=1e-4)
@@ -307,6 +310,7 @@ def test_draw_neurons_picks_columns_and_rows():
     np.testing.assert_array_equal(drawn.scale[0]["W"][1, :, 0], q.scale[0]["W"][:, 2])
 
 
+@pytest.mark.slow
 def test_fixed_nu_terms_scale_by_construction():
     """Identical neurons: the KL is N times one neuron's and the gap falls exactly like 1/N."""
     rng = np.random.default_rng(0)

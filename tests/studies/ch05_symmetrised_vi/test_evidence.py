@@ -187,6 +187,7 @@ def test_combined_status_and_mi_words():
     )
 
 
+@pytest.mark.slow
 def test_mnist_pruning_report():
     qs = [mf.init(jax.random.key(i), (2, 3, 2), init_scale=0.1) for i in range(4)]
     q = jax.tree.map(lambda *a: np.stack(a), *qs)

@@ -35,6 +35,7 @@ def test_pool_images_averages_blocks():
         sx.pool_images(images, 5)
 
 
+@pytest.mark.slow
 def test_orbit_summary():
     out = sx.orbit_summary(jax.random.key(0), (2, 3, 1), 2, num_points=8, noise_scale=0.3)
     assert len(out) == 2 and all(m["copies"] == m["size"] == 6 for m in out)
@@ -71,6 +72,7 @@ def toy_fits():
     return x, y, fits
 
 
+@pytest.mark.slow
 def test_fit_width_and_tables(toy_fits):
     _, _, fits = toy_fits
     r = fits[3]
@@ -85,6 +87,7 @@ def test_fit_width_and_tables(toy_fits):
     assert pruning.pruned_fraction(r["q"]).shape == (4,)
 
 
+@pytest.mark.slow
 def test_evaluate_categorical():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(12, 2)).astype(np.float32)
@@ -96,6 +99,7 @@ def test_evaluate_categorical():
     assert float(ev["elbo"]) < 0 and math.isfinite(float(ev["mi"]))
 
 
+@pytest.mark.slow
 def test_identity_test_is_calibrated_on_a_fit(toy_fits):
     x, y, fits = toy_fits
     q = jax.tree.map(lambda v: v[0], fits[3]["q"])
@@ -104,6 +108,7 @@ def test_identity_test_is_calibrated_on_a_fit(toy_fits):
     assert out["gap_se"] <= out["elbo_q_se"] + 1e-6  # pairing removes the shared noise
 
 
+@pytest.mark.slow
 def test_fit_width_with_sampled_permutations_beyond_the_exact_width():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(16, 3)).astype(np.float32)
@@ -129,6 +134,7 @@ def test_fit_width_with_sampled_permutations_beyond_the_exact_width():
     assert pruning.unit_pruning(r["q"])["pruned"].shape == (2,)
 
 
+@pytest.mark.slow
 def test_fit_width_in_cached_groups_equals_one_batch_and_resumes(tmp_path, monkeypatch):
     rng = np.random.default_rng(1)
     x = rng.normal(size=(16, 2)).astype(np.float32)
@@ -152,6 +158,7 @@ def test_fit_width_in_cached_groups_equals_one_batch_and_resumes(tmp_path, monke
         sx.fit_width(keys[:3], *args[1:], **kw)
 
 
+@pytest.mark.slow
 def test_separation_curve_and_steps():
     base = mf.init(jax.random.key(0), (1, 3, 1), loc_scale=1.0, init_scale=0.3)
     curve = sx.separation_curve(jax.random.key(1), base, [0.0, 1.0, 30.0], 200)
@@ -162,6 +169,7 @@ def test_separation_curve_and_steps():
     np.testing.assert_allclose(steps, 0.5 / math.hypot(0.1, 0.1))
 
 
+@pytest.mark.slow
 def test_nearest_arrangement_finds_the_permutation():
     q = mf.init(jax.random.key(0), (2, 3, 1), loc_scale=3.0, init_scale=0.01)
     group = permutations.permutation_group(3)

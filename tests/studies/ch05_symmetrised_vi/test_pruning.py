@@ -13,6 +13,7 @@ from bnn_posteriors.inference import mean_field as mf
 from bnn_posteriors.studies.ch05_symmetrised_vi import pruning
 
 
+@pytest.mark.slow
 def test_pruned_fraction():
     q = mf.init(jax.random.key(0), (1, 4, 1), init_scale=0.1)
     q.loc[1]["W"] = jnp.array([[0.0], [1.0], [0.15], [-0.5]])
@@ -20,6 +21,7 @@ def test_pruned_fraction():
     np.testing.assert_allclose(pruning.pruned_fraction(batched), [0.5])
 
 
+@pytest.mark.slow
 def test_pruned_units_need_every_outgoing_weight_near_zero():
     q = mf.init(jax.random.key(0), (2, 3, 2), init_scale=0.1)
     q.loc[1]["W"] = jnp.array([[0.0, 0.1], [0.0, 1.0], [0.15, -0.15]])
@@ -31,6 +33,7 @@ def test_pruned_units_need_every_outgoing_weight_near_zero():
         pruning.pruned_units(batched, threshold=0.0)
 
 
+@pytest.mark.slow
 def test_unit_pruning_and_table():
     q = mf.init(jax.random.key(0), (2, 3, 2), init_scale=0.1)
     # unit 0: switched off and back at the prior N(0, 1); units 1, 2: used
@@ -66,6 +69,7 @@ def test_unit_pruning_and_table():
     assert "most of them" in pruning.pruning_summary({3: none, 4: out | {"pruned": 0.5}})["verdict"]
 
 
+@pytest.mark.slow
 def test_collapse_by_width_fits_the_slope_of_the_deficits():
     def fit(width, mi):  # two plain runs (first) and two symmetrised ones of one width
         q = mf.init(jax.random.key(width), (1, width, 1), init_scale=0.1)

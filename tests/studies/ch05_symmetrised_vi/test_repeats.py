@@ -19,6 +19,7 @@ def data(n=20):
     return sx.toy_regression(jax.random.key(1), n)
 
 
+@pytest.mark.slow
 def test_identity_repeats_stack_the_repeats_with_their_own_keys():
     x, y = data()
     reps = ss.identity_repeats(
@@ -33,6 +34,7 @@ def test_identity_repeats_stack_the_repeats_with_their_own_keys():
     assert reps["mi"][1] == second["mi"]
 
 
+@pytest.mark.slow
 def test_mi_curves_rise_to_log_g_and_bound_i():
     out = ss.mi_curves(
         jax.random.key(3),
@@ -50,6 +52,7 @@ def test_mi_curves_rise_to_log_g_and_bound_i():
     assert np.all(out["infonce_z"] < 3) and 0 <= out["mi"][0] <= math.log(6) + 1e-4
 
 
+@pytest.mark.slow
 def test_nuts_arrangements_summarise_the_chains():
     x, y = data(15)
     out = ss.nuts_arrangements(
@@ -137,6 +140,7 @@ def test_symmetrised_gains_gate_fails_where_i_is_saturated():
     assert not gate.passed and "too few units" in gate.why and "0.30" in gate.why
 
 
+@pytest.mark.slow
 def test_mi_gradient_norm_vanishes_where_i_is_saturated():
     far = mf.init(jax.random.key(5), (1, 3, 1), loc_scale=30.0, init_scale=0.01)
     near = mf.init(jax.random.key(5), (1, 3, 1), loc_scale=0.1, init_scale=1.0)

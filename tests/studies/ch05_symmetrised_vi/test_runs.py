@@ -48,6 +48,7 @@ def test_paired_runs_share_keys():
         runs.paired_runs(jax.random.key(0), 0)
 
 
+@pytest.mark.slow
 def test_toy_runs_match_a_direct_fit_and_plain_q():
     k = jax.random.split(jax.random.key(1), 3)
     toy = runs.toy_runs(k[0], k[1], k[2], CFG)
@@ -65,6 +66,7 @@ def test_toy_runs_match_a_direct_fit_and_plain_q():
     assert runs.toy_model_kw(CFG)["likelihood"] == "gaussian"
 
 
+@pytest.mark.slow
 def test_mnist_runs_on_random_images():
     rng = np.random.default_rng(0)
     arrays = (rng.random((8, 784)), np.arange(8) % 3, rng.random((4, 784)), np.arange(4) % 3)

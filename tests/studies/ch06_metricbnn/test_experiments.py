@@ -71,6 +71,7 @@ def snelson_like():
     ), widths
 
 
+@pytest.mark.slow
 def test_snelson_repeat_is_the_pipeline_then_the_metrics():
     problem, widths = snelson_like()
     loss = metricbnn.refinement_loss(
@@ -110,6 +111,7 @@ def test_snelson_repeat_is_the_pipeline_then_the_metrics():
     assert by_hand == out
 
 
+@pytest.mark.slow
 def test_snelson_repeats_fold_in_the_index_and_resume_from_the_cache(tmp_path, monkeypatch):
     problem, widths = snelson_like()
     settings = dict(
@@ -143,6 +145,7 @@ def test_snelson_repeats_fold_in_the_index_and_resume_from_the_cache(tmp_path, m
             mbx.snelson_repeats(KEY, problem, [2], cache=tmp_path, **{**settings, **other})
 
 
+@pytest.mark.slow
 def test_uci_run_table_and_wins(monkeypatch):
     rng = np.random.default_rng(1)
     x = rng.normal(size=(60, 2)).astype(np.float32)
@@ -174,6 +177,7 @@ def test_uci_run_table_and_wins(monkeypatch):
     assert mbx.wins_over(table, "LA", names=("a", "b")) == {"a": True, "b": False}
 
 
+@pytest.mark.slow
 def test_uci_fit_probs_and_settings(monkeypatch, tiny_cfg):
     rng = np.random.default_rng(3)
     x = rng.normal(size=(50, 2)).astype(np.float32)
@@ -203,6 +207,7 @@ def test_uci_fit_probs_and_settings(monkeypatch, tiny_cfg):
         assert run[m][0] == pytest.approx(mbx.metrics.categorical_nll(test[m][0], y[30:]))
 
 
+@pytest.mark.slow
 def test_banana_entropies_shapes_and_bounds():
     rng = np.random.default_rng(2)
     x = jnp.asarray(rng.normal(size=(40, 2)), jnp.float32)
@@ -227,6 +232,7 @@ def test_banana_entropies_shapes_and_bounds():
             assert np.all(values >= 0) and np.all(values <= np.log(2) + 1e-9)
 
 
+@pytest.mark.slow
 def test_mnist_run_on_a_few_images():
     rng = np.random.default_rng(3)
     x = jnp.asarray(rng.uniform(size=(24, 784)), jnp.float32)
@@ -361,6 +367,7 @@ def test_cost_summary_growth_ratio_and_crossing(tiny_cfg):
         mbx.cost_summary({**rows, "P": [100]}, terms[:1], tiny_cfg())
 
 
+@pytest.mark.slow
 def test_cost_study_counts_one_row_per_depth(tiny_cfg):
     problem, _ = snelson_like()
     rows, terms = mbx.cost_study(list(jax.random.split(KEY, 2)), problem, tiny_cfg(depths=(1, 2)))
@@ -368,6 +375,7 @@ def test_cost_study_counts_one_row_per_depth(tiny_cfg):
     assert rows["P"][1] > rows["P"][0] and min(rows["LA"]) > 0
 
 
+@pytest.mark.slow
 def test_banana_run_grid_ring_and_test_points(tiny_cfg):
     rng = np.random.default_rng(4)
     x = rng.normal(size=(20, 2)).astype(np.float32)
@@ -396,6 +404,7 @@ def test_uci_runs_one_run_per_set_and_split(monkeypatch, tiny_cfg):
     assert [s[2] for s in seen] == [np.asarray(k).tolist() for k in keys] and seen[0][3] == 3
 
 
+@pytest.mark.slow
 def test_mnist_study_takes_the_first_training_images(tiny_cfg):
     rng = np.random.default_rng(6)
     x = rng.uniform(size=(20, 784)).astype(np.float32)

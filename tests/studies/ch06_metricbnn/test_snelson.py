@@ -24,6 +24,7 @@ def run_and_keys(tiny_cfg):
     return run, keys, cfg
 
 
+@pytest.mark.slow
 def test_fit_and_walk_returns_the_walk_and_its_losses(run_and_keys):
     run, _, cfg = run_and_keys
     assert run.paths.shape == (cfg.num_particles, cfg.snelson_steps, run.n_params)
@@ -44,6 +45,7 @@ def test_control_measures_compare_the_walk_with_its_unrefined_control(run_and_ke
     assert c61["control: max loss ratio - 1"] > -1
 
 
+@pytest.mark.slow
 def test_posteriors_draw_each_method_and_widen_by_their_ratios(run_and_keys):
     run, keys, cfg = run_and_keys
     post = snelson.posteriors(keys, run, cfg)
@@ -58,6 +60,7 @@ def test_posteriors_draw_each_method_and_widen_by_their_ratios(run_and_keys):
     assert post.ratios["LA"] == pytest.approx(mbx.gap_ratio(post.draws["LA"], run.problem))
 
 
+@pytest.mark.slow
 def test_per_map_metrics_summaries_and_table(run_and_keys):
     run, keys, cfg = run_and_keys
     per_map = snelson.per_map_metrics(keys["repeats"], run, cfg, mbx.walker(cfg))

@@ -14,6 +14,7 @@ from bnn_posteriors.store import committed as results
 from bnn_posteriors.studies.ch07_sampling_in_practice import many_chains
 
 
+@pytest.mark.slow
 def test_many_chain_run_samples_the_two_output_network():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(36, 2)).astype(np.float32)
@@ -46,6 +47,7 @@ def test_chain_saturation_reads_the_cumulative_lppd():
     assert out["gain_10_max"] == pytest.approx(cum.mean(axis=0)[-1] - out["lppd_10"])
 
 
+@pytest.mark.slow
 def test_kernel_marginals_gap_is_positive_when_inner_kernels_follow_the_prior():
     rng = np.random.default_rng(2)
     shape = (40, 50)  # chains, samples
@@ -96,6 +98,7 @@ def fake_split(name, seed, n_max=None):
     )
 
 
+@pytest.mark.slow
 def test_seed_runs_are_written_read_back_and_committed_only_when_all_are_in(tmp_path, monkeypatch):
     monkeypatch.setattr(many_chains.data, "load_split", fake_split)
     monkeypatch.setattr(many_chains.parts, "results_dir", lambda: tmp_path)

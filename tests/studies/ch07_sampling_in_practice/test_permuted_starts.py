@@ -17,6 +17,7 @@ KEY = jax.random.PRNGKey(0)
 X = jax.random.normal(jax.random.PRNGKey(1), (7, 3))
 
 
+@pytest.mark.slow
 def test_permute_all_hidden_keeps_the_function_and_moves_every_hidden_layer():
     params = nets.mlp_init(KEY, (3, 5, 4, 1))
     permuted = permuted_starts.permute_all_hidden(params, jax.random.PRNGKey(2))
@@ -32,6 +33,7 @@ def test_permute_all_hidden_keeps_the_function_and_moves_every_hidden_layer():
     )
 
 
+@pytest.mark.slow
 def test_permuted_groups_structure():
     members = [nets.mlp_init(k, (3, 4, 1)) for k in jax.random.split(KEY, 3)]
     stacked = jax.tree.map(lambda *a: jnp.stack(a), *members)
@@ -80,6 +82,7 @@ def test_ensemble_settings_reads_the_de_keys():
     )
 
 
+@pytest.mark.slow
 def test_permuted_start_run_orders_regular_permuted_and_dead_chains():
     split = tiny_split()
     run = permuted_starts.permuted_start_run(
@@ -105,6 +108,7 @@ def fake_run(mean, sigma, n_chains, groups):
     return {"mean": mean, "sigma": sigma, "regular": np.arange(n_chains), "groups": groups}
 
 
+@pytest.mark.slow
 def test_ensemble_lppds_pool_the_chains_of_each_group():
     rng = np.random.default_rng(1)
     y = rng.normal(size=5)

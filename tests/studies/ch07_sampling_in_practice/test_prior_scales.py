@@ -33,6 +33,7 @@ def fake_split(name, seed, n_max=None):
     )
 
 
+@pytest.mark.slow
 def test_a_cell_scores_every_scale_with_paired_chains(monkeypatch):
     monkeypatch.setattr(study.data, "load_split", fake_split)
     grid = (0.5, 1.0)
@@ -53,6 +54,7 @@ def test_cells_are_keyed_by_seed_data_set_and_depth():
     np.testing.assert_array_equal(*(jax.random.key_data(k) for k in same))
 
 
+@pytest.mark.slow
 def test_committed_cells_are_read_back_and_other_settings_recomputed(tmp_path, monkeypatch):
     monkeypatch.setattr(study.data, "load_split", fake_split)
     computed = []
@@ -177,6 +179,7 @@ def test_scale_comparison_ranks_and_pairs_the_scales():
     np.testing.assert_array_equal(out["worst_cell"], [1, 1, 0, 1])
 
 
+@pytest.mark.slow
 def test_committed_cells_are_all_the_cells_or_none(tmp_path, monkeypatch):
     monkeypatch.setattr(study.data, "load_split", fake_split)
     tiny = {

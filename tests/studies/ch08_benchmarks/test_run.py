@@ -24,6 +24,7 @@ def _normal_logpdf(y, m, s):
 # --------------------------------------------------------------------------- evaluation
 
 
+@pytest.mark.slow
 def test_authors_lppd_reads_the_variance_as_a_log_scale():
     """Hand computation: column 1 = 0.1 (a variance) becomes the scale exp(0.1)."""
     y = np.array([0.0, 1.0])
@@ -247,6 +248,7 @@ def test_run_table_writes_and_reads_results(fake_data, monkeypatch):
         benchmark.run_table(CFG, units=("nuts",), progress=False)
 
 
+@pytest.mark.slow
 def test_real_units_on_a_tiny_problem(fake_data):
     """Laplace, MFVI and MILE units end to end on 40 points with tiny budgets."""
     for unit, methods in benchmark.METHODS_OF_UNIT.items():
@@ -259,6 +261,7 @@ def test_real_units_on_a_tiny_problem(fake_data):
     assert len(row["metrics"]["bde10"]["lppd_chains"]) == 2
 
 
+@pytest.mark.slow
 def test_resumable_mile_unit_caches_its_chains_and_matches_the_one_program(fake_data):
     """The full profile's chunked MILE (per-chain cache, progress) draws the same chains."""
     whole = benchmark.run_unit("airfoil", 1, "mile", CFG)
@@ -274,6 +277,7 @@ def test_resumable_mile_unit_caches_its_chains_and_matches_the_one_program(fake_
     assert np.max(np.abs(np.asarray(other_key["metrics"]["bde10"]["lppd_chains"]) - b)) > 1e-3
 
 
+@pytest.mark.slow
 def test_as_mapping_reads_settings_a_mapping_or_a_namespace():
     from types import SimpleNamespace
 

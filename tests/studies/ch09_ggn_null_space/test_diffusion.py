@@ -38,6 +38,7 @@ def _passes(ev: Evidence) -> bool:
     return bool(rules.evaluate(ev.rule, ev.value, ev.expect, ev.tol, ev.rtol)[0])
 
 
+@pytest.mark.slow
 def test_diffusion_rank_counts_eigenvalues_above_delta(toy):
     lam = np.asarray(toy.posterior.eigvals)
     k = diffusion.diffusion_rank(toy)
@@ -50,6 +51,7 @@ def projected(toy):
     return grid, diffusion.diffusion_study([toy], jax.random.PRNGKey(1), CFG, grid)
 
 
+@pytest.mark.slow
 def test_diffusion_study_scores_every_method_and_the_grid(toy, projected):
     grid, result = projected
     scores = result["scores"]["toy"]
@@ -72,6 +74,7 @@ def test_diffusion_study_scores_every_method_and_the_grid(toy, projected):
     assert fig.axes[3].get_title() == "Laplace diffusion"
 
 
+@pytest.mark.slow
 def test_unprojected_steps_underfit(toy, projected):
     """The broken input: without the projection the diffusion carries the prior's variance
     along the kernel, and its training NLL rises far above the projected diffusion's."""
@@ -101,6 +104,7 @@ def test_evidence_fails_when_the_diffusion_is_no_better_than_sampled_la():
     assert _passes(nll) and _passes(lppd)
 
 
+@pytest.mark.slow
 def test_a_fit_above_the_rank_cap_is_left_out_and_named(toy, monkeypatch):
     k = diffusion.diffusion_rank(toy)
     at_k = types.SimpleNamespace(**{**vars(CFG), "diffusion_max_rank": k})

@@ -61,6 +61,7 @@ def toy():
     jax.config.update("jax_enable_x64", False)
 
 
+@pytest.mark.slow
 def test_fit_gives_the_map_laplace_and_the_kernel(toy):
     assert toy.jac.shape == (20, toy.theta.size)
     residual = np.abs(np.asarray(toy.jac @ toy.projector)).max()
@@ -68,6 +69,7 @@ def test_fit_gives_the_map_laplace_and_the_kernel(toy):
     assert toy.prior_precision > 0
 
 
+@pytest.mark.slow
 def test_toy_and_uci_fits_use_their_loaders(monkeypatch, toy):
     monkeypatch.setattr(loaders, "load_snelson", lambda in_between: _toy_data())
     split = types.SimpleNamespace(
@@ -88,6 +90,7 @@ def test_toy_and_uci_fits_use_their_loaders(monkeypatch, toy):
             study.uci_fits(key, types.SimpleNamespace(**{**vars(CFG), "uci_names": bad}), 0)
 
 
+@pytest.mark.slow
 def test_rank_study_and_evidence(toy):
     result = study.rank_study(jax.random.PRNGKey(1), CFG)
     assert np.all(result["rank_ggn"] <= result["NO"])
@@ -110,6 +113,7 @@ def test_rank_evidence_fails_on_a_rank_above_no():
     assert not all(study.rank_evidence(broken).value)
 
 
+@pytest.mark.slow
 def test_underfitting_evidence(toy):
     scores = study.predictive_scores(toy, jax.random.PRNGKey(2), 10)
     assert set(scores) == {
@@ -122,6 +126,7 @@ def test_underfitting_evidence(toy):
     assert [e.claim for e in ev] == ["C9.2"] * 3 and ev[0].gate is not None
 
 
+@pytest.mark.slow
 def test_projected_study_and_evidence(toy):
     grid = np.linspace(-4, 4, 41)[:, None]
     result = study.projected_study(toy, jax.random.PRNGKey(5), CFG, grid)
@@ -138,6 +143,7 @@ def test_projected_study_and_evidence(toy):
     assert converging[1].value < converging[1].expect  # sweeps that converge reproduce it
 
 
+@pytest.mark.slow
 def test_lanczos_study_and_evidence(toy):
     result = study.lanczos_study(toy, jax.random.PRNGKey(6), CFG)
     assert abs(result["slq_grad"] - result["dense_grad"]) < 0.2 * abs(result["dense_grad"])
@@ -147,6 +153,7 @@ def test_lanczos_study_and_evidence(toy):
     assert [e.claim for e in ev] == ["C9.6"] * 3
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("error")  # a warning is stderr in the page: a build error
 def test_figures(toy):
     lam = np.asarray(toy.posterior.eigvals)
@@ -161,6 +168,7 @@ def test_figures(toy):
         figures.sweep_errors([])
 
 
+@pytest.mark.slow
 def test_mnist_fit_is_a_categorical_fit_of_the_downscaled_images(monkeypatch, toy):
     rng = np.random.default_rng(0)
     images = rng.uniform(0.0, 1.0, (40, 784))

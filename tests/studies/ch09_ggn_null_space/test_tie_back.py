@@ -56,6 +56,7 @@ def fake_uci(monkeypatch):
     monkeypatch.setattr(loaders, "load_uci_classification", _classes)
 
 
+@pytest.mark.slow
 def test_kernel_split_of_a_linear_model_has_no_kernel_change():
     rng = np.random.default_rng(0)
     x = jnp.asarray(rng.normal(size=(2, 5)))
@@ -76,6 +77,7 @@ def test_kernel_split_of_a_linear_model_has_no_kernel_change():
         tie_back.kernel_split(model_fn, theta, x, projector, jnp.zeros((1, 5)))
 
 
+@pytest.mark.slow
 def test_kernel_split_is_c92s_split():
     rng = np.random.default_rng(1)
     x = rng.uniform(-2, 2, (12, 1))
@@ -105,6 +107,7 @@ def test_kernel_split_is_c92s_split():
         np.testing.assert_allclose(got[part], expected[part], rtol=1e-10)
 
 
+@pytest.mark.slow
 def test_uci_samples_gives_chapter_6s_test_nlls(fake_uci):
     key = jax.random.PRNGKey(2)
     run = tie_back.uci_samples("glass", 0, key, CFG6)
@@ -128,6 +131,7 @@ def test_uci_samples_gives_chapter_6s_test_nlls(fake_uci):
     assert set(run.train_nll) == {"MAP", "LA", "Lin LA", "MetricBNN"}
 
 
+@pytest.mark.slow
 def test_tie_back_study_and_evidence(fake_uci):
     result = tie_back.tie_back_study(jax.random.PRNGKey(3), CFG6, names=("glass",), seed=0)
     r = result["glass"]

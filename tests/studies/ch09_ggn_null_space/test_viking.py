@@ -63,6 +63,7 @@ def test_dense_kl_is_zero_at_the_prior_and_checks_its_input():
         vs.dense_kl(np.zeros(2), np.eye(2), 0.0)
 
 
+@pytest.mark.slow
 def test_kl_study_and_evidence(toy):
     result = vs.kl_study(jax.random.PRNGKey(0), CFG)
     assert result["R"] == result["P"] - 6  # N·O = 6 < P = 22
@@ -82,6 +83,7 @@ def test_orthogonality_study_and_evidence(toy):
     assert not _passes(vs.orthogonality_evidence(bad, CFG))
 
 
+@pytest.mark.slow
 def test_band_study_and_figure(toy):
     f, post = toy
     grid = np.linspace(-3, 3, 40)[:, None]
@@ -95,6 +97,7 @@ def test_band_study_and_figure(toy):
         figures.viking_band(f, grid, band["mean"][:3], band["sd_kernel"], band["sd_image"])
 
 
+@pytest.mark.slow
 def test_comparison_and_evidence(toy):
     f, post = toy
     scores = vs.comparison([f], [post], jax.random.PRNGKey(3), CFG)
@@ -112,6 +115,7 @@ def test_comparison_and_evidence(toy):
     assert not any(_passes(e) for e in vs.comparison_evidence(bad, [post], CFG))
 
 
+@pytest.mark.slow
 def test_comparison_scores_a_classifier_by_nll_ece_and_accuracy():
     rng = np.random.default_rng(0)
     x, xt = rng.normal(size=(12, 3)), rng.normal(size=(8, 3))

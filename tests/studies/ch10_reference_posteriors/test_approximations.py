@@ -61,6 +61,7 @@ def fit(method: str, kind: str, seed: int = 3) -> MethodFit:
     return getattr(ap, method)(jax.random.PRNGKey(seed), prob, **SETTINGS[method])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["regression", "classification"])
 @pytest.mark.parametrize("method", list(SETTINGS))
 def test_predictive_format_and_cost(method, kind):
@@ -83,6 +84,7 @@ def test_predictive_format_and_cost(method, kind):
         assert out.extra_flops > 0  # an eigh, an SVD or the I term
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", list(SETTINGS))
 def test_same_key_same_fit(method):
     a, b = fit(method, "regression"), getattr(ap, method)(KEY, REG, **SETTINGS[method])
@@ -128,6 +130,7 @@ def test_vi_fits_the_data_with_a_spread_and_a_sampled_sigma(method):
     assert 0.05 < noise.mean() < 0.3 and noise.std() > 0  # draws of q's factor of log σ
 
 
+@pytest.mark.slow
 def test_tempered_mfvi_spread_grows_with_the_temperature():
     assert ap.balanced_temperature(REG) == pytest.approx(100 / 25)
     cold = ap.tempered_mfvi(KEY, REG, temperature=1e-2, **VI)
@@ -166,6 +169,7 @@ def test_sampled_laplace_pushes_the_laplace_draws_through_the_network():
     assert got.std(0).min() > 0
 
 
+@pytest.mark.slow
 def test_linearised_laplace_draws_have_the_closed_form_moments():
     out = fit("linearised_laplace", "regression").predictive["grid"]
     post, sigma, _ = _posterior()
@@ -176,6 +180,7 @@ def test_linearised_laplace_draws_have_the_closed_form_moments():
     assert np.all((ratio > 0.7) & (ratio < 1.4))  # S = 300 draws: sd of the ratio ≈ 0.08
 
 
+@pytest.mark.slow
 def test_null_space_draws_leave_the_training_points_fixed():
     """On 10 points a 1–8–8–1 net (P = 97) has a kernel that moves f away from the data (the
     1–8–1 net's kernel is made of units the MAP switched off, which move f nowhere)."""
@@ -193,6 +198,7 @@ def test_null_space_draws_leave_the_training_points_fixed():
     assert _sd(out, "test") < 1e-3 * _sd(out, "grid") and _sd(out, "grid") > 0
 
 
+@pytest.mark.slow
 def test_viking_draws_have_its_linearised_predictive_variance():
     out = fit("viking", "regression").predictive["grid"]
     k_map, k_rest = jax.random.split(KEY)

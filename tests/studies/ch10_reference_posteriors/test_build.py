@@ -27,6 +27,7 @@ def tiny(monkeypatch):
     monkeypatch.setitem(problems.PROBLEMS, "tiny", _tiny)
 
 
+@pytest.mark.slow
 def test_command_builds_and_a_rerun_recomputes_nothing(tiny, tmp_path, capsys):
     out, cache = tmp_path / "out", tmp_path / "cache"
     argv = ["reference", "tiny", "--profile", "quick", "--out", str(out), "--cache", str(cache)]

@@ -63,6 +63,7 @@ def fits():
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", list(SETTINGS))
 @pytest.mark.parametrize("likelihood", ["gaussian", "categorical"])
 def test_the_contract_of_every_method(fits, method, likelihood):
@@ -87,6 +88,7 @@ def test_the_contract_of_every_method(fits, method, likelihood):
         assert all(v.dtype == np.float32 for v in pred.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", list(SETTINGS))
 def test_the_same_key_gives_the_same_fit(fits, method):
     again = getattr(samplers, method)(KEY, _regression(), **SETTINGS[method])
@@ -186,6 +188,7 @@ def test_metricbnn_draws_spread_around_the_map(fits):
     np.testing.assert_allclose(fit.predictive["test"]["noise_scale"], sigma, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_joint_map_noise_scale_solves_its_stationarity_condition():
     """At the MAP of (θ, log σ) with log σ ~ N(0, 1): n − RSS/σ² + log σ = 0."""
     from bnn_posteriors.models import nets
@@ -196,6 +199,7 @@ def test_joint_map_noise_scale_solves_its_stationarity_condition():
     assert rss / len(Y_REG) < 0.25 * Y_REG.var()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "call, match",
     [

@@ -71,6 +71,7 @@ def test_reference_predictive_and_names():
     assert not np.array_equal(banana, score.method_key(1, "banana"))
 
 
+@pytest.mark.slow
 def test_a_closer_fit_scores_closer_and_parts_resume(tiny):
     tmp, calls = tiny
     kw = dict(directory=tmp / "parts", profile="quick", reference_dir=tmp / "ref")
@@ -92,6 +93,7 @@ def test_a_closer_fit_scores_closer_and_parts_resume(tiny):
         score.score("tiny", "HMC", 0, {}, **kw)
 
 
+@pytest.mark.slow
 def test_reference_floor_and_leaderboard(tiny):
     tmp, _ = tiny
     floor = score.reference_floor("tiny", tmp / "ref")
