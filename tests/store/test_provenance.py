@@ -65,3 +65,11 @@ def test_to_json_rounded_is_strict_json():
     assert claims.to_json(1 / 3) == 0.333333
     with pytest.raises(ValueError, match="significant"):
         provenance.to_json(1.0, 0)
+
+
+def test_from_json_reads_the_non_finite_strings_of_to_json_back():
+    written = provenance.to_json([1.5, float("nan"), float("inf"), -float("inf")], 6)
+    assert written == [1.5, "NaN", "Infinity", "-Infinity"]
+    back = provenance.from_json(written)
+    assert back[0] == 1.5 and math.isnan(back[1]) and back[2:] == [math.inf, -math.inf]
+    assert provenance.from_json("C1.1") == "C1.1" and provenance.from_json(None) is None

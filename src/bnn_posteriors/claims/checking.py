@@ -233,13 +233,6 @@ def summary_line(record: dict) -> str:
     return line
 
 
-def _from_json(value: Any) -> Any:
-    """A recorded value as numbers again: the string "NaN" of :func:`to_json` → nan."""
-    if isinstance(value, list):
-        return [_from_json(item) for item in value]
-    return float("nan") if value == "NaN" else value
-
-
 def result_in_words(record: dict) -> str:
     """What a record measured against its bound, and by how much, in words (the rule's
     sentence, with the elements of a vector named by the record's labels): 'H = 64:
@@ -248,8 +241,8 @@ def result_in_words(record: dict) -> str:
     try:
         _, words = claim_rules.evaluate(
             record.get("rule", "approx"),
-            _from_json(record.get("value")),
-            _from_json(record.get("expect")),
+            provenance.from_json(record.get("value")),
+            provenance.from_json(record.get("expect")),
             record.get("tol"),
             record.get("rtol"),
             record.get("labels"),

@@ -132,6 +132,17 @@ def to_json(value: Any, significant: int | None = None) -> Any:
     return _round(float(item), significant)
 
 
+_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def from_json(value: Any) -> Any:
+    """The numbers of a value written by :func:`to_json` with ``significant``: the strings
+    "NaN", "Infinity" and "-Infinity" become floats again, in lists too."""
+    if isinstance(value, list):
+        return [from_json(item) for item in value]
+    return _NON_FINITE.get(value, value) if isinstance(value, str) else value
+
+
 def _round(x: float, significant: int) -> float | str:
     if math.isnan(x):
         return "NaN"
