@@ -37,3 +37,32 @@ def x64():
     jax.config.update("jax_enable_x64", True)
     yield
     jax.config.update("jax_enable_x64", previous)
+
+
+@pytest.fixture
+def catalogue_rules(monkeypatch):
+    """Give claims of the catalogue other checks for one test: ``catalogue_rules({"C1.1":
+    [{"part": "p", "rule": "less", "bound": 1.0}]})`` replaces C1.1's ``[[claim.check]]``
+    entries (``statistic`` defaults to "the test's value"); the result is validated as the
+    catalogue is. Returns the installed claims."""
+    from bnn_posteriors.claims import checking
+
+    def install(checks_by_claim: dict) -> tuple[dict, ...]:
+        known = {claim["id"] for claim in checking._read_catalogue()}
+        unknown = set(checks_by_claim) - known
+        if unknown:
+            raise ValueError(f"no such claims in the catalogue: {sorted(unknown)}")
+        replaced = []
+        for claim in checking._read_catalogue():
+            claim = dict(claim)
+            if claim["id"] in checks_by_claim:
+                claim["check"] = [
+                    {"statistic": "the test's value", **entry}
+                    for entry in checks_by_claim[claim["id"]]
+                ]
+            replaced.append(claim)
+        installed = checking.validated(tuple(replaced))
+        monkeypatch.setattr(checking, "_read_catalogue", lambda: installed)
+        return installed
+
+    return install

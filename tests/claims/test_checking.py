@@ -18,6 +18,8 @@ RECORD_FIELDS = {
     "value",
     "expect",
     "rule",
+    "part",
+    "statistic",
     "tol",
     "reproduced",
     "status",
@@ -47,12 +49,23 @@ def claims_dir(tmp_path, monkeypatch):
 
 def lock(monkeypatch, claim_id: str, status: str) -> None:
     """Make the catalogue lock ``claim_id`` at ``status``."""
-    original = claims.catalogue()
+    original = claims._read_catalogue()
+    patched = tuple({**c, "locked": status} if c["id"] == claim_id else c for c in original)
+    monkeypatch.setattr(claims, "_read_catalogue", lambda: patched)
 
-    def patched():
-        return [{**c, "locked": status} if c["id"] == claim_id else c for c in original]
 
-    monkeypatch.setattr(claims, "catalogue", patched)
+@pytest.fixture
+def ruled(catalogue_rules):
+    """``ruled("C1.1", "approx", 0.777, tol=1e-3)`` gives the claim one check (part "p") with
+    that rule, bound and tolerance in the catalogue."""
+
+    def give(claim_id: str, rule: str, bound=None, **keywords) -> None:
+        entry = {"part": "p", "rule": rule, **keywords}
+        if bound is not None:
+            entry["bound"] = bound.tolist() if isinstance(bound, np.ndarray) else bound
+        catalogue_rules({claim_id: [entry]})
+
+    return give
 
 
 # (rule, value, expect, keywords) that hold, and the same rule on inputs where it fails.
@@ -89,93 +102,205 @@ FAILING = [
 
 
 @pytest.mark.parametrize(("rule", "value", "expect", "kw"), PASSING)
-def test_rule_passes(rule, value, expect, kw):
-    record = claims.check("C1.1", value, expect=expect, rule=rule, **kw)
+def test_rule_passes(rule, value, expect, kw, ruled):
+    ruled("C1.1", rule, expect, **kw)
+    record = claims.check("C1.1", value)
     assert record["reproduced"] is True
     assert record["status"] == "reproduced"
 
 
 @pytest.mark.parametrize(("rule", "value", "expect", "kw"), FAILING)
-def test_rule_fails(rule, value, expect, kw, monkeypatch):
+def test_rule_fails(rule, value, expect, kw, monkeypatch, ruled):
+    ruled("C1.1", rule, expect, **kw)
     lock(monkeypatch, "C1.1", "not reproduced")
-    record = claims.check("C1.1", value, expect=expect, rule=rule, **kw)
+    record = claims.check("C1.1", value)
     assert record["reproduced"] is False
     assert record["status"] == "not reproduced"
     assert record["message"]
 
 
-def test_jax_values_are_checked_and_recorded_as_plain_python():
+def test_jax_values_are_checked_and_recorded_as_plain_python(catalogue_rules):
     jnp = pytest.importorskip("jax.numpy")
-    record = claims.check("C1.1", jnp.array([1.0, 2.0]), expect=jnp.array([1.0, 2.0]), tol=1e-6)
+    catalogue_rules(
+        {"C1.1": [{"part": "p", "rule": "approx", "bound_measured": "the same", "tol": 1e-6}]}
+    )
+    record = claims.check("C1.1", jnp.array([1.0, 2.0]), bound=jnp.array([1.0, 2.0]))
     assert record["reproduced"] is True
     assert record["value"] == [1.0, 2.0]
     assert json.loads(json.dumps(record)) == record
 
 
-def test_floats_are_rounded_in_the_record():
-    record = claims.check("C1.1", 1 / 3, expect=1 / 3, tol=1e-9)
+def test_floats_are_rounded_in_the_record(ruled):
+    ruled("C1.1", "approx", 1 / 3, tol=1e-9)
+    record = claims.check("C1.1", 1 / 3)
     assert record["value"] == 0.333333
     assert record["reproduced"] is True  # the check itself uses full precision
 
 
-def test_nan_does_not_reproduce(monkeypatch):
+def test_nan_does_not_reproduce(monkeypatch, catalogue_rules):
+    catalogue_rules(
+        {
+            "C1.1": [
+                {"part": "near", "rule": "approx", "bound": 1.0, "tol": 1.0},
+                {"part": "falling", "rule": "non-increasing"},
+            ]
+        }
+    )
     lock(monkeypatch, "C1.1", "not reproduced")
-    record = claims.check("C1.1", float("nan"), expect=1.0, tol=1.0)
+    record = claims.check("C1.1", float("nan"), part="near")
     assert record["status"] == "not reproduced"
     assert "NaN" in record["message"]
     assert record["value"] == "NaN"
-    record = claims.check("C1.1", [1.0, np.nan], rule="non-increasing")
+    record = claims.check("C1.1", [1.0, np.nan], part="falling")
     assert record["status"] == "not reproduced" and "NaN" in record["message"]
 
 
-def test_violated_claim_raises_and_records(claims_dir):
+def test_violated_claim_raises_and_records(claims_dir, ruled):
+    ruled("C1.4", "approx", 1.0, tol=0.05)
     with pytest.raises(claims.ClaimError) as raised:
-        claims.check("C1.4", 1.2, expect=1.0, tol=0.05)
+        claims.check("C1.4", 1.2)
     assert isinstance(raised.value, AssertionError)
     text = str(raised.value)
-    for part in ("C1.4", "AM-GM in the MFVI KL", "1.2", "not reproduced", "claims/catalogue.toml"):
+    for part in ("C1.4", "AM-GM in the MFVI KL", "1.2", "not reproduced", "claims/catalogue/"):
         assert part in text
     assert "explained in the chapter" in text
     (line,) = (claims_dir / "quick" / "01.jsonl").read_text().splitlines()
     assert json.loads(line)["status"] == "not reproduced"
 
 
-def test_locked_not_reproduced(monkeypatch):
+def test_locked_not_reproduced(monkeypatch, ruled):
+    ruled("C1.5", "non-increasing")
     lock(monkeypatch, "C1.5", "not reproduced")
-    record = claims.check("C1.5", [1.0, 2.0], rule="non-increasing")
+    record = claims.check("C1.5", [1.0, 2.0])
     assert record["status"] == "not reproduced"
     assert record["locked"] == "not reproduced"
     with pytest.raises(claims.ClaimError, match="locks 'not reproduced'"):
-        claims.check("C1.5", [2.0, 1.0], rule="non-increasing")
+        claims.check("C1.5", [2.0, 1.0])
+
+
+@pytest.mark.parametrize(
+    ("entry", "match"),
+    [
+        ({"rule": "roughly", "bound": 1.0}, "non-increasing"),
+        ({"rule": "approx", "bound": 1.0}, "tol"),
+        ({"rule": "approx", "tol": 0.1}, "expect"),
+        ({"rule": "greater"}, "expect"),
+        ({"rule": "increasing", "tol": 0.1}, "approx"),
+        ({"rule": "approx", "bound": 1.0, "tol": -1.0}, "tol"),
+        ({"rule": "less", "bound": 1.0, "bound_measured": "the MAP's"}, "both bound"),
+        ({"rule": "less", "bound": 1.0, "spread": 2}, "unknown keys"),
+        ({"rule": "less", "bound": 1.0, "finding": "nowhere"}, "does not lock"),
+        ({"rule": "less", "bound": 1.0, "statistic": ""}, "statistic"),
+    ],
+)
+def test_a_bad_rule_in_the_catalogue_is_named(entry, match, catalogue_rules):
+    with pytest.raises(ValueError, match=match) as raised:
+        catalogue_rules({"C1.1": [{"part": "p", **entry}]})
+    assert "claim C1.1, check 'p'" in str(raised.value)
+
+
+def test_a_claims_parts_are_unique(catalogue_rules):
+    entry = {"part": "p", "rule": "true"}
+    with pytest.raises(ValueError, match="repeats a part"):
+        catalogue_rules({"C1.1": [entry, entry]})
 
 
 @pytest.mark.parametrize(
     ("args", "kw", "match"),
     [
-        (("C9.9", 1.0), {"expect": 1.0, "tol": 0.1}, "unknown claim id"),
-        (("C1.1", 1.0), {"expect": 1.0, "rule": "roughly"}, "non-increasing"),
-        (("C1.1", 1.0), {"expect": 1.0}, "tol"),
-        (("C1.1", 1.0), {"tol": 0.1}, "expect"),
-        (("C1.1", 1.0), {"rule": "greater"}, "expect"),
-        (("C1.1", [1.0, 2.0]), {"rule": "increasing", "tol": 0.1}, "approx"),
-        (("C1.1", [1.0]), {"rule": "increasing"}, "≥ 2"),
-        (("C1.1", 1.0), {"expect": 1.0, "tol": -1.0}, "tol"),
-        (("C1.1", [1.0, 2.0]), {"expect": [1.0, 2.0, 3.0], "tol": 0.1}, "shape"),
+        (("C9.9", 1.0), {}, "unknown claim id"),
+        (("C1.1", [1.0]), {}, "≥ 2"),
+        (("C1.1", [1.0, 2.0]), {"part": "near", "bound": [1.0, 2.0, 3.0]}, "shape"),
+        (("C1.1", 1.0), {"part": "near"}, "pass it as bound="),
+        (("C1.1", 1.0), {"part": "rising", "bound": 2.0}, "do not pass bound="),
+        (("C1.1", 1.0), {"part": "other"}, "its parts: \\['rising', 'near'\\]"),
     ],
 )
-def test_invalid_calls_raise_value_error(args, kw, match, claims_dir):
+def test_invalid_calls_raise_value_error(args, kw, match, claims_dir, catalogue_rules):
+    catalogue_rules(
+        {
+            "C1.1": [
+                {"part": "rising", "rule": "increasing"},
+                {"part": "near", "rule": "approx", "bound_measured": "the other's", "tol": 0.1},
+            ]
+        }
+    )
+    kw = {"part": "rising", **kw}
     with pytest.raises(ValueError, match=match):
         claims.check(*args, **kw)
     assert not claims_dir.exists()  # nothing recorded for a wrong call
 
 
-def test_rule_true_needs_bools():
+def test_a_claim_with_several_checks_needs_the_part_named(catalogue_rules):
+    catalogue_rules({"C1.1": [{"part": "a", "rule": "true"}, {"part": "b", "rule": "true"}]})
+    with pytest.raises(ValueError, match="name one: part="):
+        claims.check("C1.1", True)
+    assert claims.check("C1.1", True, part="b")["part"] == "b"
+
+
+def test_the_rule_is_read_from_the_catalogue_and_a_bound_changed_there_changes_the_outcome(
+    monkeypatch, catalogue_rules
+):
+    """The check decides by the catalogue's entry: the same measured value, the bound moved
+    in the catalogue, the other outcome (and the record says which rule decided). Run on the
+    first check of the real catalogue with a fixed scalar upper bound."""
+    claim_id, entry = next(
+        (claim["id"], entry)
+        for claim in claims.catalogue()
+        for entry in claim.get("check", [])
+        if entry["rule"] == "less"
+        and isinstance(entry.get("bound"), int | float)
+        and not entry.get("finding")
+    )
+    inside = entry["bound"] - 1.0
+    lock(monkeypatch, claim_id, claims.REPRODUCED)
+    record = claims.check(claim_id, inside, part=entry["part"])
+    assert record["status"] == claims.REPRODUCED
+    assert (record["rule"], record["expect"], record["part"], record["statistic"]) == (
+        "less",
+        entry["bound"],
+        entry["part"],
+        entry["statistic"],
+    )
+    assert claims.verdict(claim_id, inside, part=entry["part"])[0] is True
+    others = next(c for c in claims.catalogue() if c["id"] == claim_id)["check"]
+    moved = [{**e, "bound": inside - 1.0} if e["part"] == entry["part"] else e for e in others]
+    catalogue_rules({claim_id: moved})
+    assert claims.verdict(claim_id, inside, part=entry["part"])[0] is False
+    lock(monkeypatch, claim_id, claims.NOT_REPRODUCED)
+    record = claims.check(claim_id, inside, part=entry["part"])
+    assert record["status"] == claims.NOT_REPRODUCED
+    assert record["expect"] == pytest.approx(inside - 1.0, rel=1e-5)
+
+
+def test_every_claim_has_its_rules_in_the_catalogue():
+    for claim in claims.catalogue():
+        assert claim.get("check"), f"{claim['id']} has no [[claim.check]]"
+        for entry in claim["check"]:
+            assert claims.catalogue_check(claim["id"], entry["part"]) == entry
+
+
+def test_a_record_is_stale_when_the_catalogue_rule_changed(catalogue_rules):
+    catalogue_rules({"C1.1": [{"part": "p", "rule": "less", "bound": 1e-12}]})
+    record = dict(claims.check("C1.1", 0.0))
+    assert not claims.rule_changed(record)
+    assert not claims.rule_changed({**record, "part": None})  # older records: no part to compare
+    entry = claims.catalogue_check("C1.1")
+    catalogue_rules({"C1.1": [{**entry, "bound": entry["bound"] * 10}]})
+    assert claims.rule_changed(record)
+    catalogue_rules({"C1.1": [{**entry, "part": "renamed"}]})
+    assert claims.rule_changed(record)
+
+
+def test_rule_true_needs_bools(ruled):
+    ruled("C1.1", "true")
     with pytest.raises(TypeError, match="bool"):
-        claims.check("C1.1", 1.0, rule="true")
+        claims.check("C1.1", 1.0)
 
 
-def test_record_fields_and_path(claims_dir):
-    record = claims.check("C1.4", 0.5, expect=0.5, tol=0.01, note="n = 20", seed=7)
+def test_record_fields_and_path(claims_dir, ruled):
+    ruled("C1.4", "approx", 0.5, tol=0.01)
+    record = claims.check("C1.4", 0.5, note="n = 20", seed=7)
     assert RECORD_FIELDS <= set(record)
     assert record["id"] == "C1.4" and record["chapter"] == 1 and record["profile"] == "quick"
     assert record["seed"] == 7 and record["note"] == "n = 20" and record["locked"] == "reproduced"
@@ -186,33 +311,38 @@ def test_record_fields_and_path(claims_dir):
     assert claims.record_path("C3.4", "full", claims_dir) == claims_dir / "full" / "03.jsonl"
 
 
-def test_seed_from_environment(monkeypatch):
+@pytest.fixture
+def true_rules(catalogue_rules):
+    catalogue_rules({c: [{"part": "p", "rule": "true"}] for c in ("C1.1", "C1.2", "C2.1")})
+
+
+def test_seed_from_environment(monkeypatch, true_rules):
     monkeypatch.setenv("BNN_SEED", "11")
-    assert claims.check("C1.1", True, rule="true")["seed"] == 11
+    assert claims.check("C1.1", True)["seed"] == 11
 
 
-def test_seed_defaults_to_the_chapters_seed(monkeypatch):
+def test_seed_defaults_to_the_chapters_seed(monkeypatch, true_rules):
     monkeypatch.delenv("BNN_SEED", raising=False)
     expected = profiles.chapter_seed("01_narrow_networks")
-    assert claims.check("C1.1", True, rule="true")["seed"] == expected
+    assert claims.check("C1.1", True)["seed"] == expected
 
 
-def test_checks_of_one_run_share_a_run_id():
-    first = claims.check("C1.1", True, rule="true")
-    second = claims.check("C1.2", True, rule="true")
+def test_checks_of_one_run_share_a_run_id(true_rules):
+    first = claims.check("C1.1", True)
+    second = claims.check("C1.2", True)
     assert first["run"] == second["run"] == claims.RUN_ID
 
 
-def test_profile_from_environment(monkeypatch, claims_dir):
+def test_profile_from_environment(monkeypatch, claims_dir, true_rules):
     monkeypatch.setenv("BNN_PROFILE", "full")
-    claims.check("C2.1", True, rule="true")
+    claims.check("C2.1", True)
     assert (claims_dir / "full" / "02.jsonl").is_file()
 
 
-def test_load_records_reads_every_folder(tmp_path, claims_dir):
-    claims.check("C1.1", True, rule="true")
+def test_load_records_reads_every_folder(tmp_path, claims_dir, true_rules):
+    claims.check("C1.1", True)
     committed = tmp_path / "results"
-    claims.append_record({**claims.check("C2.1", True, rule="true"), "profile": "full"}, committed)
+    claims.append_record({**claims.check("C2.1", True), "profile": "full"}, committed)
     records = claims.load_records([claims_dir, committed, claims_dir])
     assert sorted((r["id"], r["profile"]) for r in records) == [
         ("C1.1", "quick"),
@@ -221,8 +351,8 @@ def test_load_records_reads_every_folder(tmp_path, claims_dir):
     ]
 
 
-def test_malformed_line_names_file_and_line(claims_dir):
-    claims.check("C1.1", True, rule="true")
+def test_malformed_line_names_file_and_line(claims_dir, true_rules):
+    claims.check("C1.1", True)
     path = claims_dir / "quick" / "01.jsonl"
     path.write_text(path.read_text() + "{not json\n")
     with pytest.raises(ValueError, match=r"01\.jsonl:2"):
@@ -245,10 +375,11 @@ def test_the_catalogue_quotes_each_papers_sentence_with_the_books_reading():
             assert str(claim.get(field, "")).strip(), f"{claim['id']} has no {field}"
 
 
-def test_a_failed_gate_makes_the_check_inconclusive_whatever_the_rule_finds(monkeypatch):
+def test_a_failed_gate_makes_the_check_inconclusive_whatever_the_rule_finds(monkeypatch, ruled):
+    ruled("C2.2", "greater", 1.0)
     lock(monkeypatch, "C2.2", "inconclusive")
     gate = claims.Gate(False, "the chains did not mix (median ESS 11 of 5 000)", "longer chains")
-    record = claims.check("C2.2", 2.0, rule="greater", expect=1.0, gate=gate)
+    record = claims.check("C2.2", 2.0, gate=gate)
     assert record["status"] == claims.INCONCLUSIVE and record["reproduced"] is True
     assert record["gate"] == {"passed": False, "why": gate.why, "decide": gate.decide}
     words = claims.in_words(record)
@@ -256,38 +387,41 @@ def test_a_failed_gate_makes_the_check_inconclusive_whatever_the_rule_finds(monk
     assert "cannot decide" in claims.summary_line(record)
     # the same gate passed: the rule decides, and a status off the lock raises
     with pytest.raises(claims.ClaimError, match="locks 'inconclusive'"):
-        claims.check("C2.2", 2.0, rule="greater", expect=1.0, gate=claims.Gate(True, "ok", "-"))
+        claims.check("C2.2", 2.0, gate=claims.Gate(True, "ok", "-"))
 
 
-def test_a_gate_needs_a_bool_a_reason_and_what_would_decide():
+def test_a_gate_needs_a_bool_a_reason_and_what_would_decide(ruled):
+    ruled("C1.1", "approx", 0.0, tol=1.0)
     with pytest.raises(TypeError, match="bool"):
         claims.Gate("no", "why", "decide")
     with pytest.raises(ValueError, match="why="):
         claims.Gate(False, "", "decide")
     with pytest.raises(TypeError, match="claims.Gate"):
-        claims.check("C1.1", 0.0, expect=0.0, tol=1.0, gate=(False, "why", "decide"))
+        claims.check("C1.1", 0.0, gate=(False, "why", "decide"))
 
 
-def test_a_further_finding_has_its_own_lock(monkeypatch):
-    original = claims.catalogue()
-
-    def patched():
-        return [
-            {**c, "findings": {"stronger-baseline": "not reproduced"}} if c["id"] == "C1.4" else c
-            for c in original
-        ]
-
-    monkeypatch.setattr(claims, "catalogue", patched)
-    record = claims.check(
-        "C1.4", 2.0, rule="less", expect=1.0, finding="stronger-baseline", says="it loses"
+def test_a_further_finding_has_its_own_lock(monkeypatch, catalogue_rules):
+    original = claims._read_catalogue()
+    patched = tuple(
+        {**c, "findings": {"stronger-baseline": "not reproduced"}} if c["id"] == "C1.4" else c
+        for c in original
     )
+    monkeypatch.setattr(claims, "_read_catalogue", lambda: patched)
+    catalogue_rules(
+        {
+            "C1.4": [
+                {"part": "claim", "rule": "less", "bound": 1.0},
+                {"part": "x", "rule": "less", "bound": 1.0, "finding": "stronger-baseline"},
+            ]
+        }
+    )
+    record = claims.check("C1.4", 2.0, part="x", says="it loses")
     assert record["finding"] == "stronger-baseline" and record["locked"] == "not reproduced"
     assert claims.in_words(record) == "it loses"
     assert claims.summary_line(record).startswith("C1.4 [stronger-baseline] not reproduced")
-    with pytest.raises(ValueError, match="no further finding 'other'"):
-        claims.check("C1.4", 0.0, rule="less", expect=1.0, finding="other")
     with pytest.raises(claims.ClaimError, match="further finding 'stronger-baseline'"):
-        claims.check("C1.4", 0.0, rule="less", expect=1.0, finding="stronger-baseline")
+        claims.check("C1.4", 0.0, part="x")
+    assert claims.check("C1.4", 0.0, part="claim")["finding"] is None
 
 
 def test_a_bad_lock_in_the_catalogue_is_named():
@@ -301,11 +435,12 @@ def test_a_bad_lock_in_the_catalogue_is_named():
         claims.validated(({"id": "C1.1"},))
 
 
-def test_check_returns_a_record_that_prints_as_one_line(tmp_path, monkeypatch):
+def test_check_returns_a_record_that_prints_as_one_line(tmp_path, monkeypatch, ruled):
     from IPython.lib.pretty import pretty
 
+    ruled("C1.1", "approx", 0.0, tol=1e-12)
     monkeypatch.setenv("BNN_CLAIMS_DIR", str(tmp_path))
-    record = claims.check("C1.1", 1e-15, expect=0.0, tol=1e-12, note="n")
+    record = claims.check("C1.1", 1e-15, note="n")
     assert isinstance(record, dict) and record["status"] == "reproduced"
     line = pretty(record)
     assert line == "C1.1 reproduced: 1e-15, within 1e-12 of 0 (off by 1e-15)"
@@ -329,32 +464,36 @@ def test_margin_in_the_checks_units(rule, value, expect, tol, margin):
     assert found == (None if margin is None else pytest.approx(margin))
 
 
-def test_margin_sign_agrees_with_the_status(claims_dir):
+def test_margin_sign_agrees_with_the_status(claims_dir, ruled):
     """A check with a positive margin holds; a negative margin is a failure."""
-    held = claims.check("C3.4", 0.78, expect=0.777, tol=0.01)
+    ruled("C3.4", "approx", 0.777, tol=0.01)
+    held = claims.check("C3.4", 0.78)
     assert held["margin"] > 0 and held["status"] == claims.REPRODUCED
     with pytest.raises(claims.ClaimError):
-        claims.check("C3.4", 0.9, expect=0.777, tol=0.01)
+        claims.check("C3.4", 0.9)
     failed = claims.read_jsonl(claims_dir / "quick" / "03.jsonl")[-1]
     assert failed["margin"] < 0 and failed["status"] == claims.NOT_REPRODUCED
 
 
-def test_record_only_mode_records_without_raising(claims_dir, monkeypatch):
+def test_record_only_mode_records_without_raising(claims_dir, monkeypatch, ruled):
+    ruled("C3.4", "approx", 0.777, tol=0.01)
     monkeypatch.setenv("BNN_CLAIMS_RECORD_ONLY", "1")
-    record = claims.check("C3.4", 0.9, expect=0.777, tol=0.01)
+    record = claims.check("C3.4", 0.9)
     assert record["status"] == claims.NOT_REPRODUCED  # recorded, not raised
     monkeypatch.setenv("BNN_CLAIMS_RECORD_ONLY", "0")
     with pytest.raises(claims.ClaimError):
-        claims.check("C3.4", 0.9, expect=0.777, tol=0.01)
+        claims.check("C3.4", 0.9)
 
 
-def test_a_finding_without_words_is_said_by_its_note_value_and_expectation(claims_dir):
-    record = claims.check("C1.1", 1e-15, expect=0.0, tol=1e-12, note="max change of the NLL")
+def test_a_finding_without_words_is_said_by_its_note_value_and_expectation(claims_dir, ruled):
+    ruled("C1.1", "approx", 0.0, tol=1e-12)
+    record = claims.check("C1.1", 1e-15, note="max change of the NLL")
     words = claims.in_words(record)
     assert words == "max change of the NLL: 1e-15, within 1e-12 of 0 (off by 1e-15)"
 
 
-def test_show_and_check_glues_shows_and_checks_each_evidence(monkeypatch):
+def test_show_and_check_glues_shows_and_checks_each_evidence(monkeypatch, ruled):
+    ruled("C1.1", "approx", 0.0, tol=1e-12)
     glued, shown = {}, []
     monkeypatch.setattr("bnn_posteriors.site.tables.glue_values", glued.update)
     monkeypatch.setattr("IPython.display.display", shown.append)
@@ -362,8 +501,6 @@ def test_show_and_check_glues_shows_and_checks_each_evidence(monkeypatch):
     evidence = claims.Evidence(
         "C1.1",
         0.0,
-        expect=0.0,
-        tol=1e-12,
         note="n",
         says="s",
         gate=gate,
@@ -377,31 +514,31 @@ def test_show_and_check_glues_shows_and_checks_each_evidence(monkeypatch):
     assert shown[0].data == "| a |\n|---|\n| 1 |"  # the table, then the outcome below it
     assert shown[1] is record and len(shown) == 2
     # shown once: a cell that ends with the records displays nothing more
-    returned = claims.show_and_check(claims.Evidence("C1.1", 0.0, expect=0.0, tol=1e-12))
+    returned = claims.show_and_check(claims.Evidence("C1.1", 0.0))
     assert returned._ipython_display_() is None and len(shown) == 3
     lock(monkeypatch, "C1.1", "reproduced")
     with pytest.raises(claims.ClaimError):  # a wrong value unlocks, as with check()
-        claims.show_and_check(claims.Evidence("C1.1", 1.0, expect=0.0, tol=1e-12))
+        claims.show_and_check(claims.Evidence("C1.1", 1.0))
     with pytest.raises(TypeError, match="takes Evidence"):
         claims.show_and_check({"claim": "C1.1"})
 
 
-def test_the_records_of_several_checks_show_one_line_each_in_a_console():
+def test_the_records_of_several_checks_show_one_line_each_in_a_console(ruled):
     from IPython.lib.pretty import pretty
 
+    ruled("C1.1", "approx", 0.0, tol=1e-12)
     records = claims.show_and_check(
-        claims.Evidence("C1.1", 0.0, expect=0.0, tol=1e-12),
-        claims.Evidence("C1.1", 0.0, expect=0.0, tol=1e-12),
+        claims.Evidence("C1.1", 0.0),
+        claims.Evidence("C1.1", 0.0),
     )
     assert pretty(records).splitlines() == [claims.summary_line(r) for r in records]
 
 
-def test_a_vector_finding_names_its_elements_by_their_labels(claims_dir, monkeypatch):
+def test_a_vector_finding_names_its_elements_by_their_labels(claims_dir, monkeypatch, ruled):
+    ruled("C2.2", "greater", 1.0)
     lock(monkeypatch, "C2.2", "not reproduced")
     widths = ["H = 8", "H = 64"]
-    record = claims.check(
-        "C2.2", [1.0625, 0.6667], rule="greater", expect=1.0, labels=widths, note="ratio"
-    )
+    record = claims.check("C2.2", [1.0625, 0.6667], labels=widths, note="ratio")
     assert record["labels"] == widths
     words = claims.in_words(record)
     assert words.startswith("ratio: 1 of 2 fail: H = 64: 0.6667, not above 1 (0.3333 below it)")
@@ -411,7 +548,7 @@ def test_a_vector_finding_names_its_elements_by_their_labels(claims_dir, monkeyp
     unnamed = {**record, "labels": None}
     assert "value 2 of 2: 0.6667" in claims.in_words(unnamed)
     with pytest.raises(ValueError, match="labels name 1 elements but the value has 2"):
-        claims.check("C2.2", [1.0, 2.0], rule="greater", expect=0.0, labels=["H = 8"])
+        claims.check("C2.2", [1.0, 2.0], labels=["H = 8"])
 
 
 def test_the_words_of_an_old_record_are_derived_from_its_values():
@@ -434,15 +571,14 @@ def test_the_words_of_an_old_record_are_derived_from_its_values():
 @pytest.mark.parametrize(
     ("status", "mark"), [("reproduced", "✓"), ("not reproduced", "✗"), ("inconclusive", "?")]
 )
-def test_an_outcome_shows_as_a_styled_block_in_words(claims_dir, monkeypatch, status, mark):
+def test_an_outcome_shows_as_a_styled_block_in_words(claims_dir, monkeypatch, status, mark, ruled):
+    ruled("C3.4", "approx", 0.777, tol=0.01, statistic="the root")
     lock(monkeypatch, "C3.4", status)
     value = 0.9 if status == "not reproduced" else 0.78
     gate = claims.Gate(passed=False, why="the chains did not mix", decide="longer chains")
     record = claims.check(
         "C3.4",
         value,
-        expect=0.777,
-        tol=0.01,
         note="the root <r>",
         gate=gate if status == "inconclusive" else None,
     )
@@ -453,7 +589,10 @@ def test_an_outcome_shows_as_a_styled_block_in_words(claims_dir, monkeypatch, st
     assert "<strong>Finding:</strong> The root &lt;r&gt;." in block  # escaped, a sentence
     off = abs(value - 0.777)
     within = "within" if status != "not reproduced" else "not within"
-    assert f"{claims.claim_rules.fmt(value)}, {within} 0.01 of 0.777 (off by {off:.4g})" in block
+    assert (
+        f"Measured:</strong> The root: {claims.claim_rules.fmt(value)}, {within} 0.01 of 0.777 "
+        f"(off by {off:.4g})" in block
+    )
     assert ("What would decide it:</strong> Longer chains." in block) == (status == "inconclusive")
     records = claims.Records([record, record])
     assert records._repr_html_().count('<div class="claim-outcome') == 2

@@ -230,6 +230,23 @@ def test_a_record_checked_against_an_older_lock_is_stale():
     assert line.count("stale") == 1
 
 
+def test_a_record_decided_by_an_older_rule_is_stale(catalogue_rules):
+    """A record whose check's rule changed in the catalogue since it was written is stale,
+    though its lock is today's."""
+    catalogue_rules({"C1.2": [{"part": "p", "rule": "approx", "bound": 1.0, "tol": 0.1}]})
+    lock = next(c["locked"] for c in claims.catalogue() if c["id"] == "C1.2")
+    today = {
+        **record("C1.2", "full", lock, "2025-01-01T00:00:00+00:00"),
+        "locked": lock,
+        "part": "p",
+        "finding": None,
+        "rtol": None,
+    }
+    older = {**today, "profile": "quick", "tol": 0.2}
+    row = next(r for r in scorecard.scorecard([today, older], links={}) if r["id"] == "C1.2")
+    assert not row["full"]["stale"] and row["quick"]["stale"]
+
+
 def test_the_findings_in_words_skip_a_stale_full_record():
     old = {
         **record("C2.2", "full", "not reproduced", "2025-01-01T00:00:00+00:00"),

@@ -1,20 +1,25 @@
 """Claim checks: decide, record and lock whether a claim of the catalogue reproduces.
 
-The catalogue is ``claims/catalogue.toml``: per claim the paper's sentence, the book's operational
-reading, why that reading is faithful, and the locked status. A check has three outcomes:
+The catalogue is ``claims/catalogue/NN_<chapter>.toml`` (its fields are explained in
+``claims/catalogue/README.md``): per claim the paper's sentence, the book's operational
+reading, why that reading is faithful, the locked status, and each of its checks with its
+rule (statistic, rule, bound, tolerance).
+A check has three outcomes:
 
 - **reproduced**: the evidence supports the paper's statement, with a margin;
 - **not reproduced**: the evidence contradicts it;
 - **inconclusive**: the book cannot decide (a :class:`Gate` that the evidence must pass
   first, such as mixed chains, failed); the record says why and what would decide it.
 
-A chapter calls :func:`check` once per claim, e.g. ``check("C3.4", root, expect=0.777,
-tol=1e-3)`` or ``check("C1.5", nu_by_depth, rule="non-increasing")``. A check the book
-adds beyond the paper is a *further finding*: ``check("C6.6", value, ...,
-finding="linearised-la")``, locked separately under the claim's ``findings`` table and
-never part of the claim's status. Each call appends one JSON line to
+A chapter calls :func:`check` once per check of the catalogue with what it measured, e.g.
+``check("C3.4", root)`` or ``check("C6.1", rise, part="band")``: the rule, its bound and
+tolerance are read from the catalogue's ``[[claim.check]]`` of that part, never passed by the
+caller (a bound the chapter measures itself, such as a closed form, is passed as ``bound=``
+where the catalogue declares it ``bound_measured``). A check the book adds beyond the paper is
+a *further finding* (its catalogue entry names it), locked separately under the claim's
+``findings`` table and never part of the claim's status. Each call appends one JSON line to
 ``<claims_dir>/<profile>/<chapter>.jsonl`` and raises :class:`ClaimError` when the
-measured status differs from the status locked in ``claims/catalogue.toml``, so that no result
+measured status differs from the status locked in the catalogue, so that no result
 changes unseen. :mod:`bnn_posteriors.claims.scorecard` builds the book's scorecard from
 the records; :func:`short` and :func:`expectation` format a record's value and expectation
 for the unlock message and the scorecard alike.
@@ -58,7 +63,7 @@ RUN_ID = f"{platform.node()}-{os.getpid()}-{_dt.datetime.now(_dt.UTC):%Y%m%dT%H%
 
 
 class ClaimError(AssertionError):
-    """A claim's measured status differs from the status locked in ``claims/catalogue.toml``."""
+    """A claim's measured status differs from the status locked in the claims catalogue."""
 
 
 @dataclass(frozen=True)
@@ -87,37 +92,145 @@ class Gate:
 # --------------------------------------------------------------------------- catalogue
 
 
+CHECK_KEYS = frozenset(
+    {"part", "statistic", "rule", "bound", "bound_measured", "tol", "rtol", "finding"}
+)
+
+
 @functools.cache
 def _read_catalogue() -> tuple[dict, ...]:
-    text = (
-        importlib.resources.files("bnn_posteriors.claims")
-        .joinpath("catalogue.toml")
-        .read_text("utf-8")
-    )
-    return validated(tuple(tomllib.loads(text).get("claim", [])))
+    folder = importlib.resources.files("bnn_posteriors.claims").joinpath("catalogue")
+    claims: list[dict] = []
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".toml"):
+            claims.extend(tomllib.loads(entry.read_text("utf-8")).get("claim", []))
+    return validated(tuple(claims))
 
 
 def validated(claims: tuple[dict, ...]) -> tuple[dict, ...]:
-    """The catalogue's claims, each checked for its fields and its locks (ValueError)."""
+    """The catalogue's claims, each checked for its fields, its locks and its checks' rules
+    (ValueError naming the claim and what is wrong)."""
     for claim in claims:
         missing = {"id", "chapter", "title", "source", "locked"} - set(claim)
         if missing:
-            raise ValueError(f"claims/catalogue.toml: claim {claim!r} lacks {sorted(missing)}")
+            raise ValueError(f"claims catalogue: claim {claim!r} lacks {sorted(missing)}")
         for name, locked in {"": claim["locked"], **claim.get("findings", {})}.items():
             if locked not in STATUSES:
                 what = f"finding {name!r} of claim" if name else "claim"
                 raise ValueError(
-                    f"claims/catalogue.toml: {what} {claim['id']} is locked as {locked!r}; "
+                    f"claims catalogue: {what} {claim['id']} is locked as {locked!r}; "
                     f"use one of {STATUSES}"
                 )
+        parts = [entry.get("part") for entry in claim.get("check", [])]
+        if len(set(parts)) != len(parts):
+            raise ValueError(f"claims catalogue: claim {claim['id']} repeats a part: {parts}")
+        for entry in claim.get("check", []):
+            _validate_check(claim, entry)
     return claims
 
 
+def _validate_check(claim: dict, entry: dict) -> None:
+    where = f"claims catalogue: claim {claim['id']}, check {entry.get('part')!r}"
+    unknown = set(entry) - CHECK_KEYS
+    if unknown:
+        raise ValueError(f"{where} has unknown keys {sorted(unknown)}; known: {sorted(CHECK_KEYS)}")
+    for key in ("part", "statistic", "rule"):
+        if not isinstance(entry.get(key), str) or not entry[key].strip():
+            raise ValueError(f'{where} needs {key} = "…" (a non-empty string)')
+    finding = entry.get("finding")
+    if finding is not None and finding not in claim.get("findings", {}):
+        raise ValueError(f"{where} names finding {finding!r}, which [claim.findings] does not lock")
+    if "bound" in entry and "bound_measured" in entry:
+        raise ValueError(f"{where} has both bound and bound_measured; keep one")
+    measured = entry.get("bound_measured")
+    if measured is not None and (not isinstance(measured, str) or not measured.strip()):
+        raise ValueError(f"{where}: bound_measured says in words what the bound is")
+    # a measured bound is validated with a stand-in: the rule needs one, its value comes later
+    expect = 0.0 if measured is not None else entry.get("bound")
+    try:
+        claim_rules.validate(entry["rule"], expect, entry.get("tol"), entry.get("rtol"))
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+
+
+def catalogue_check(claim_id: str, part: str | None = None) -> dict:
+    """The catalogue's ``[[claim.check]]`` of a claim's ``part``: its statistic, rule, bound
+    (or ``bound_measured``), tolerance and finding. ``part`` may be left out when the claim
+    has one check. ValueError naming the claim's parts otherwise."""
+    claim = _claim(claim_id)
+    entries = claim.get("check", [])
+    names = [entry["part"] for entry in entries]
+    if not entries:
+        raise ValueError(f"claim {claim_id} has no [[claim.check]] in the claims catalogue")
+    if part is None:
+        if len(entries) > 1:
+            raise ValueError(f"claim {claim_id} has {len(entries)} checks; name one: part= {names}")
+        return dict(entries[0])
+    for entry in entries:
+        if entry["part"] == part:
+            return dict(entry)
+    raise ValueError(f"claim {claim_id} has no check {part!r} in the catalogue; its parts: {names}")
+
+
+def _rule_and_bound(claim_id: str, part: str | None, bound: Any) -> tuple[dict, Any]:
+    """The catalogue entry of a check and the bound it decides by: the catalogue's, or the
+    measured one passed where the catalogue declares it measured (ValueError otherwise)."""
+    entry = catalogue_check(claim_id, part)
+    if "bound_measured" in entry:
+        if bound is None:
+            raise ValueError(
+                f"claim {claim_id}, check {entry['part']!r}: its bound is measured "
+                f"({entry['bound_measured']}); pass it as bound="
+            )
+        return entry, bound
+    if bound is not None:
+        raise ValueError(
+            f"claim {claim_id}, check {entry['part']!r}: the catalogue holds its bound "
+            f"({entry.get('bound')!r}); do not pass bound="
+        )
+    return entry, entry.get("bound")
+
+
+def verdict(
+    claim_id: str,
+    value: Any,
+    *,
+    part: str | None = None,
+    bound: Any = None,
+    labels: Sequence[str] | None = None,
+) -> tuple[bool, str]:
+    """Whether a measured value satisfies the catalogue's rule for the claim's ``part``, and
+    the sentence saying why (:func:`.rules.evaluate`), without recording anything or looking
+    at the lock or a gate (:func:`check` records and locks)."""
+    entry, expect = _rule_and_bound(claim_id, part, bound)
+    return claim_rules.evaluate(
+        entry["rule"], value, expect, entry.get("tol"), entry.get("rtol"), labels
+    )
+
+
+def rule_changed(record: dict) -> bool:
+    """Whether the catalogue's rule for a record's check differs from the one the record was
+    decided by (its rule, tolerance or fixed bound), or its part is gone. False for records
+    written before the rules moved into the catalogue (they name no part)."""
+    if not record.get("part"):
+        return False
+    try:
+        entry = catalogue_check(record["id"], record["part"])
+    except ValueError:
+        return True
+    if entry.get("finding") != record.get("finding") or entry["rule"] != record.get("rule"):
+        return True
+    for key in ("tol", "rtol"):
+        if to_json(entry.get(key)) != record.get(key):
+            return True
+    return "bound_measured" not in entry and to_json(entry.get("bound")) != record.get("expect")
+
+
 def catalogue() -> list[dict]:
-    """The claims of ``claims/catalogue.toml`` in order: dicts with id, chapter, title, source,
-    locked,
-    the paper's ``sentence``, the book's ``reading``, why it is ``faithful``, and the locks
-    of its further ``findings`` (name → status; empty if none)."""
+    """The claims of the catalogue (``claims/catalogue/*.toml``, by chapter) in order: dicts
+    with id, chapter, title, source, locked, the paper's ``sentence``, the book's ``reading``,
+    why it is ``faithful``, the locks of its further ``findings`` (name → status; empty if
+    none) and its ``check`` entries (the rules, :func:`catalogue_check`)."""
     return [dict(claim) for claim in _read_catalogue()]
 
 
@@ -127,7 +240,7 @@ def _claim(claim_id: str) -> dict:
             claim.setdefault("findings", {})
             return claim
     raise ValueError(
-        f"unknown claim id {claim_id!r}; the ids are those of claims/catalogue.toml (e.g. 'C1.4')"
+        f"unknown claim id {claim_id!r}; the ids are those of the claims catalogue (e.g. 'C1.4')"
     )
 
 
@@ -303,7 +416,10 @@ def outcome_html(record: dict) -> str:
     finding_words = record.get("says") or record.get("note")
     if finding_words:
         lines.append(f"<strong>Finding:</strong> {html.escape(_sentence(finding_words))}")
-    lines.append(f"<strong>Measured:</strong> {html.escape(_sentence(result_in_words(record)))}")
+    measured = result_in_words(record)
+    if record.get("statistic"):
+        measured = f"{record['statistic']}: {measured}"
+    lines.append(f"<strong>Measured:</strong> {html.escape(_sentence(measured))}")
     body = "".join(f"<p>{line}</p>" for line in lines)
     css = "claim-" + status.replace(" ", "-")
     return (
@@ -316,45 +432,47 @@ def check(
     claim_id: str,
     value: Any,
     *,
-    expect: Any = None,
-    rule: str = "approx",
-    tol: float | None = None,
-    rtol: float | None = None,
+    part: str | None = None,
+    bound: Any = None,
     note: str = "",
     says: str = "",
     gate: Gate | None = None,
-    finding: str | None = None,
     committed: str | None = None,
     seed: int | None = None,
     labels: Sequence[str] | None = None,
 ) -> dict:
-    """Check a claim, append its record and return it; raise ClaimError if it unlocks.
+    """Check a measured value by its catalogue rule, append its record and return it; raise
+    ClaimError if the status unlocks.
 
-    Rules: ``approx`` (|value − expect| ≤ max(tol, rtol·|expect|), elementwise),
-    ``greater``/``less`` (value > / < expect, elementwise), ``non-increasing``,
-    ``non-decreasing``, ``increasing``, ``decreasing`` (over a 1-D sequence; the last
-    two strictly) and ``true`` (a bool or all of an array of bools). A NaN value does
-    not reproduce. The status is "reproduced" or "not reproduced" as the rule finds,
-    unless ``gate`` failed: then "inconclusive" (the rule's outcome is still recorded).
+    The rule is the catalogue's ``[[claim.check]]`` of ``part`` (:func:`catalogue_check`;
+    ``part`` may be left out when the claim has one check): ``approx`` (|value − bound| ≤
+    max(tol, rtol·|bound|), elementwise), ``greater``/``less`` (value > / < bound,
+    elementwise), ``non-increasing``, ``non-decreasing``, ``increasing``, ``decreasing`` (over a
+    1-D sequence; the last two strictly) and ``true`` (a bool or all of an array of bools).
+    ``bound`` is passed only where the catalogue declares the bound measured
+    (``bound_measured``), else the catalogue's ``bound`` decides. A NaN value does not
+    reproduce. The status is "reproduced" or "not reproduced" as the rule finds, unless
+    ``gate`` failed: then "inconclusive" (the rule's outcome is still recorded). A check whose
+    entry names a ``finding`` is that further finding of the claim.
 
     ``says``: the finding in one sentence a reader understands (the scorecard shows it);
-    ``note``: what was measured, in detail. ``finding``: the name of a further finding
-    (a check beyond the paper's statement, locked under the claim's ``findings``), or
-    None for the paper's claim. ``committed``: the committed results file(s) the value
-    was read from, when the check decides on them (its value cannot vary with the seed).
+    ``note``: what was measured, in detail. ``committed``: the committed results file(s) the
+    value was read from, when the check decides on them (its value cannot vary with the seed).
     ``seed`` is recorded as given, else ``$BNN_SEED``, else null. ``labels`` name the
     elements of a vector value, one each ("H = 64"), so that the finding in words names them
-    (recorded; without them an element is "value 2 of 4"). The record carries the
-    check's :func:`margin`. Under ``$BNN_CLAIMS_RECORD_ONLY=1`` (the seed sweep) an
-    unlocked status is recorded but not raised.
+    (recorded; without them an element is "value 2 of 4"). The record carries the part,
+    the statistic and the rule it was decided by, and the check's :func:`margin`. Under
+    ``$BNN_CLAIMS_RECORD_ONLY=1`` (the seed sweep) an unlocked status is recorded but not
+    raised.
     """
+    entry, expect = _rule_and_bound(claim_id, part, bound)
+    rule, tol, rtol, finding = (
+        entry["rule"],
+        entry.get("tol"),
+        entry.get("rtol"),
+        entry.get("finding"),
+    )
     claim = _claim(claim_id)
-    if finding is not None and finding not in claim["findings"]:
-        known = sorted(claim["findings"]) or "none"
-        raise ValueError(
-            f"claim {claim_id} has no further finding {finding!r} in claims/catalogue.toml; "
-            f"its findings: {known}"
-        )
     if gate is not None and not isinstance(gate, Gate):
         raise TypeError(f"gate must be a claims.Gate, got {type(gate).__name__}")
     claim_rules.validate(rule, expect, tol, rtol)
@@ -368,6 +486,8 @@ def check(
     record = {
         "id": claim_id,
         "finding": finding,
+        "part": entry["part"],
+        "statistic": entry["statistic"],
         "chapter": int(claim["chapter"]),
         "profile": profiles.profile_name(),
         "seed": _seed(seed, int(claim["chapter"])),
@@ -405,7 +525,8 @@ def check(
 class Evidence:
     """What a study measured for one check of a claim, ready to show and check.
 
-    The fields after ``claim`` and ``value`` are :func:`check`'s keywords; ``glue`` holds
+    The fields after ``claim`` and ``value`` are :func:`check`'s keywords (the rule is the
+    catalogue's, of ``part``); ``glue`` holds
     the values the chapter's prose cites (``{glue:text}`name```) and ``table`` a Markdown
     table of the numbers behind the value (shown above the check), or None. A study
     returns one ``Evidence`` per check; the chapter passes it to :func:`show_and_check`.
@@ -413,14 +534,11 @@ class Evidence:
 
     claim: str
     value: Any
-    rule: str = "approx"
-    expect: Any = None
-    tol: float | None = None
-    rtol: float | None = None
+    part: str | None = None
+    bound: Any = None
     note: str = ""
     says: str = ""
     gate: Gate | None = None
-    finding: str | None = None
     committed: str | None = None
     labels: Sequence[str] | None = None
     glue: Mapping[str, Any] = field(default_factory=dict)
@@ -467,14 +585,14 @@ def _unlock_message(claim: dict, record: dict) -> str:
     what = f"further finding {record['finding']!r} of claim" if record.get("finding") else "claim"
     return (
         f"{what} {claim['id']} ({claim['title']}; {claim['source']}) measured "
-        f"{record['status']!r} in the {record['profile']} profile, but claims/catalogue.toml locks "
+        f"{record['status']!r} in the {record['profile']} profile, but the claims catalogue locks "
         f"{record['locked']!r}.\n"
         f"  measured: {short(record['value'], 200)}\n"
         f"  expected: {expectation(record)}\n"
         f"  detail:   {record['message']}\n"
         f"  finding:  {in_words(record)}\n"
-        "A change of status must be explained in the chapter and locked in claims/catalogue.toml "
-        "(src/bnn_posteriors/claims/catalogue.toml); the record was written to "
+        "A change of status must be explained in the chapter and locked in the claims catalogue "
+        "(src/bnn_posteriors/claims/catalogue/); the record was written to "
         f"{record_path(record['id'], record['profile'])}."
     )
 

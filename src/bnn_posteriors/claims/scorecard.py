@@ -1,7 +1,7 @@
 """The scorecard of the book, built from the claim records, never typed by hand.
 
-:func:`scorecard` gives one row per claim of ``claims/catalogue.toml`` with the status, measured
-value and expectation of its latest record in each profile (:func:`latest`);
+:func:`scorecard` gives one row per claim of the catalogue (``claims/catalogue/``) with the
+status, measured value and expectation of its latest record in each profile (:func:`latest`);
 :func:`summary` counts the statuses (reproduced, not reproduced, inconclusive),
 :func:`summary_text` puts the counts in one line, :func:`scorecard_markdown` renders the
 rows as the compact table of ``book/scorecard.md`` and :func:`findings_markdown` says each
@@ -76,7 +76,8 @@ def scorecard(
     (:func:`bnn_posteriors.claims.sweep.seeds_by_claim`: "5 of 5" at the lock, or "committed
     results"), "" where it was not swept. ``findings`` lists the claim's further
     findings: name, locked and the same per-profile cells. A cell is ``stale`` when its
-    record was checked against another lock than today's (it must be run again).
+    record was checked against another lock than today's, or by another rule than the
+    catalogue's today (:func:`.checking.rule_changed`): it must be run again.
     """
     newest = latest(claims.load_records() if records is None else records)
     if links is None:
@@ -102,7 +103,9 @@ def _cells(newest: dict, claim_id: str, finding: str | None, locked: str) -> dic
     for profile in profiles.PROFILES:
         record = newest.get((claim_id, finding, profile))
         cells[profile] = _cell(record)
-        cells[profile]["stale"] = record is not None and record.get("locked") not in (None, locked)
+        cells[profile]["stale"] = record is not None and (
+            record.get("locked") not in (None, locked) or claims.rule_changed(record)
+        )
     return cells
 
 

@@ -49,7 +49,8 @@ def run_key(chapter: str, seed: int) -> str:
 
 def checks_of(records: Sequence[dict]) -> list[dict]:
     """The checks of one chapter run, in order, numbered per claim and further finding
-    (``index``), with margins; ``committed`` marks a check decided on committed results."""
+    (``index``), with margins, the catalogue part and the rule each was decided by;
+    ``committed`` marks a check decided on committed results."""
     counts: dict[tuple[str, str | None], int] = {}
     rows = []
     for record in records:
@@ -69,6 +70,7 @@ def checks_of(records: Sequence[dict]) -> list[dict]:
             {
                 "id": record["id"],
                 "finding": record.get("finding"),
+                "part": record.get("part"),
                 "index": index,
                 "status": record["status"],
                 "locked": record.get("locked"),
@@ -76,9 +78,21 @@ def checks_of(records: Sequence[dict]) -> list[dict]:
                 "margin": margin,
                 "measured": claims.short(record.get("value"), 40),
                 "expected": claims.expectation(record, width=40),
+                # the rule it was decided by, to tell when the catalogue's rule has changed
+                **{key: record.get(key) for key in ("rule", "expect", "tol", "rtol")},
             }
         )
     return rows
+
+
+def run_commit(records: Sequence[dict]) -> str | None:
+    """The commit a chapter run ran from, as its records name it ("abc1234", "+dirty" where
+    tracked files differed from it; "several" if its records disagree); None without
+    records."""
+    commits = {str(record.get("git_commit")) for record in records}
+    if not commits:
+        return None
+    return commits.pop() if len(commits) == 1 else "several: " + ", ".join(sorted(commits))
 
 
 def run_sweep(
@@ -128,6 +142,7 @@ def run_sweep(
             runs[key] = {
                 "chapter": name,
                 "seed": seed,
+                "commit": run_commit(records),
                 "exit_code": int(code),
                 "wall_s": round(wall, 1),
                 "checks": checks_of(records),
@@ -211,8 +226,10 @@ def summarise(sweep: dict) -> list[dict]:
     from 0 than the spread (for a margin-less boolean check, margins that do not change
     with the seed, or a check inconclusive on every seed, whose failed gate leaves the
     rule's margin deciding nothing: the same status on every seed; a committed check is
-    never called robust, since the seed cannot move it), ``locked`` (the lock) and ``at_lock``: the
-    seeds whose status is the lock. A seed whose status is not the lock fails the build.
+    never called robust, since the seed cannot move it), ``locked`` (the lock), ``at_lock``:
+    the seeds whose status is the lock (a seed whose status is not the lock fails the build)
+    and ``rule_changed``: the catalogue's rule of the check differs from the one it was
+    swept by.
     """
     by_chapter: dict[str, list[dict]] = {}
     for run in sweep["runs"].values():
@@ -240,6 +257,7 @@ def summarise(sweep: dict) -> list[dict]:
             if numeric.size and spread and not gated:  # margins constant over seeds are robust
                 robust = robust and float(np.abs(numeric).min()) > spread
             locked = next((c["locked"] for c in found if c and c.get("locked")), None)
+            changed = any(claims.rule_changed({"id": key[0], **c}) for c in found if c)
             rows.append(
                 {
                     "id": key[0],
@@ -256,6 +274,7 @@ def summarise(sweep: dict) -> list[dict]:
                     "spread": spread,
                     "committed": committed,
                     "robust": bool(robust),
+                    "rule_changed": changed,
                     "expected": next((c["expected"] for c in found if c), ""),
                 }
             )
@@ -267,14 +286,16 @@ def _check_key(check: dict) -> tuple[str, str | None, int]:
 
 
 COMMITTED = "committed results (seed-independent)"
-STALE = "stale: swept against another lock"
+STALE = "stale: swept against another lock or rule"
 
 
 def seeds_by_claim(sweep: dict | None) -> dict[str, str]:
     """Per claim id (its own checks, not its further findings): "k of n", the seeds on
     which every check had the claim's locked status, :data:`COMMITTED` when every check
     of the claim decides on committed results (the seed cannot move them), or
-    :data:`STALE` when the sweep ran the claim against another lock than today's."""
+    :data:`STALE` when the sweep ran the claim against another lock than today's, or decided
+    one of its checks by another rule than the catalogue's today
+    (:func:`.checking.rule_changed`)."""
     if not sweep:
         return {}
     per_claim: dict[str, list[dict]] = {}
@@ -284,7 +305,9 @@ def seeds_by_claim(sweep: dict | None) -> dict[str, str]:
     today = {claim["id"]: claim["locked"] for claim in claims.catalogue()}
     cells = {}
     for claim_id, rows in per_claim.items():
-        if any(row["locked"] not in (None, today.get(claim_id)) for row in rows):
+        if any(
+            row["locked"] not in (None, today.get(claim_id)) or row["rule_changed"] for row in rows
+        ):
             cells[claim_id] = STALE
             continue
         if all(row["committed"] for row in rows):
@@ -298,14 +321,30 @@ def seeds_by_claim(sweep: dict | None) -> dict[str, str]:
 
 
 def chapter_commits(sweep: dict | None) -> dict[str, str]:
-    """The commit each chapter's runs of a sweep file came from (chapter → commit)."""
+    """The commits each chapter's runs of a sweep file ran from (chapter → "abc1234", or
+    several joined by ", "), as the runs record them. Runs from before runs named their
+    commit say so: "not recorded (merged from the sweep of <commit>)", never crediting the
+    commit of the file they were merged from."""
     if not sweep:
         return {}
-    chapters = sorted({run["chapter"] for run in sweep["runs"].values()})
-    commits = dict.fromkeys(chapters, sweep.get("provenance", {}).get("commit", "?"))
-    for source in sweep.get("sources", []):
-        for chapter in source["chapters"]:
-            commits[chapter] = source.get("commit", "?")
+    by_chapter: dict[str, set[str]] = {}
+    for run in sweep["runs"].values():
+        by_chapter.setdefault(run["chapter"], set()).add(run.get("commit") or "")
+    sources = {
+        chapter: source.get("commit", "?")
+        for source in sweep.get("sources", [])
+        for chapter in source["chapters"]
+    }
+    file_commit = sweep.get("provenance", {}).get("commit", "?")
+    commits = {}
+    for chapter in sorted(by_chapter):
+        known = sorted(c for c in by_chapter[chapter] if c)
+        unknown = "" in by_chapter[chapter]
+        text = ", ".join(f"`{c}`" for c in known)
+        if unknown:
+            origin = sources.get(chapter, file_commit)
+            text += ("; " if text else "") + f"not recorded (merged from the sweep of `{origin}`)"
+        commits[chapter] = text
     return commits
 
 

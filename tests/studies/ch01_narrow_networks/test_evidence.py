@@ -1,7 +1,8 @@
-"""Tests of chapter 01's evidence: small synthetic results in, the checks' values and rules out.
+"""Tests of chapter 01's evidence: small synthetic results in, the checks' values and parts out.
 
 Each test feeds an evidence function a result that reproduces its claim (judged by the
-check's own rule, :func:`claims.rules.evaluate`) and a broken one that does not.
+catalogue's rule of the check's part, :func:`claims.checking.verdict`) and a broken one that
+does not.
 """
 
 from __future__ import annotations
@@ -11,13 +12,21 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from bnn_posteriors.claims import checking
 from bnn_posteriors.claims.checking import Evidence
-from bnn_posteriors.claims.rules import evaluate
 from bnn_posteriors.studies.ch01_narrow_networks import evidence
 
 
 def reproduces(item: Evidence) -> bool:
-    return evaluate(item.rule, item.value, item.expect, item.tol, item.rtol)[0]
+    return checking.verdict(
+        item.claim, item.value, part=item.part, bound=item.bound, labels=item.labels
+    )[0]
+
+
+def rule(item: Evidence) -> tuple:
+    """The catalogue's rule of an Evidence's check: (rule, bound, tol, rtol)."""
+    entry = checking.catalogue_check(item.claim, item.part)
+    return entry["rule"], entry.get("bound"), entry.get("tol"), entry.get("rtol")
 
 
 def test_settings_glue_names_the_settings_the_prose_cites():
@@ -46,7 +55,8 @@ def test_settings_glue_names_the_settings_the_prose_cites():
 
 def test_c1_1_takes_the_largest_deviation():
     item = evidence.c1_1_evidence({2: 1e-16, 3: 3e-16})
-    assert (item.claim, item.value, item.rule, item.expect) == ("C1.1", 3e-16, "approx", 0.0)
+    assert (item.claim, item.value, item.part, item.bound) == ("C1.1", 3e-16, "orbit", None)
+    assert rule(item) == ("approx", 0.0, 1e-12, None)
     assert item.glue == {"orbit_dev_max": 3e-16} and "3.0e-16" in item.table
     assert reproduces(item)
     assert not reproduces(evidence.c1_1_evidence({2: 1e-16, 3: 1e-3}))
@@ -65,8 +75,10 @@ def _penalty(patterns_at_3=4, gap=1e-9):
 def test_c1_2_c1_3_count_sign_patterns_and_gaps():
     found, magnitude, gap = evidence.c1_2_c1_3_evidence(_penalty())
     assert [e.claim for e in (found, magnitude, gap)] == ["C1.2", "C1.2", "C1.3"]
-    assert found.rule == "true" and np.all(found.value)
-    assert (magnitude.rule, magnitude.expect) == ("less", 1e-6)
+    assert (found.part, magnitude.part, gap.part) == ("sign-patterns", "magnitude", "minima")
+    assert rule(found) == ("true", None, None, None) and np.all(found.value)
+    assert rule(magnitude) == ("less", 1e-6, None, None)
+    assert rule(gap) == ("approx", 0.0, 1e-6, None)
     assert found.glue == {"c12_zero_starts": 3} and len(found.table.splitlines()) == 4
     assert all(reproduces(e) for e in (found, magnitude, gap))
     broken = evidence.c1_2_c1_3_evidence(_penalty(patterns_at_3=8, gap=1e-3))
@@ -78,6 +90,8 @@ def test_c1_7_compares_minima_and_minimisers():
     minima = {2: dict(min_w=1.0, min_g=1.0 + 1e-9, beta_of_w=0.5, beta_g=0.5 + 1e-7)}
     gap, where = evidence.c1_7_evidence(minima)
     assert gap.claim == where.claim == "C1.7" and gap.value == pytest.approx(1e-9, rel=1e-6)
+    assert rule(gap) == ("approx", 0.0, 1e-6, None)
+    assert rule(where) == ("approx", 0.0, 1e-5, None)
     assert reproduces(gap) and reproduces(where)
     far = evidence.c1_7_evidence({2: dict(min_w=1.0, min_g=1.1, beta_of_w=0.5, beta_g=0.6)})
     assert not reproduces(far[0]) and not reproduces(far[1])
@@ -87,6 +101,7 @@ def test_c1_8_compares_the_lasso_modes():
     lasso = {"data prior": dict(tau=1.0, closed=0.5, numerical=0.5 + 1e-8)}
     item = evidence.c1_8_evidence({**lasso, "thresholded": dict(tau=0.1, closed=0.0, numerical=0)})
     assert item.claim == "C1.8" and item.value.shape == (2,) and reproduces(item)
+    assert rule(item) == ("approx", 0.0, 1e-6, None)
     assert "thresholded" in item.table
     broken = evidence.c1_8_evidence({"x": dict(tau=1.0, closed=0.0, numerical=0.1)})
     assert not reproduces(broken)
@@ -96,7 +111,8 @@ def test_c1_9_reads_the_curvature_and_the_ratio():
     shape = {"min_second_diff": {2: 1e-6, 3: -0.1, 5: -0.2}, "ratio_g1_g2": [3.0, 2.0, 1.0]}
     concave, convex, ratio = evidence.c1_9_evidence((2, 3, 5), shape)
     assert list(concave.value) == [True, True] and convex.value == 1e-6
-    assert ratio.rule == "decreasing" and all(reproduces(e) for e in (concave, convex, ratio))
+    assert rule(concave)[0] == "true" and rule(convex)[:2] == ("greater", 0.0)
+    assert rule(ratio)[0] == "decreasing" and all(reproduces(e) for e in (concave, convex, ratio))
     broken = {"min_second_diff": {2: -1.0, 3: 0.1}, "ratio_g1_g2": [1.0, 2.0]}
     assert not any(reproduces(e) for e in evidence.c1_9_evidence((2, 3), broken))
     with pytest.raises(ValueError, match="lacks depth"):
@@ -106,9 +122,13 @@ def test_c1_9_reads_the_curvature_and_the_ratio():
 def test_c1_4_kl_within_four_standard_errors():
     kl = dict(mu=[0.9, -1.2], s=[0.3, 0.5], closed=1.0, mc=1.02, se=0.01)
     item = evidence.c1_4_kl_evidence(kl)
-    assert (item.value, item.expect, item.tol) == (1.02, 1.0, 0.04) and reproduces(item)
+    # the Monte-Carlo KL 2 standard errors above the closed form, held within 4 of 0
+    assert item.value == pytest.approx(2.0) and item.part == "kl" and item.bound is None
+    assert rule(item) == ("approx", 0.0, 4.0, None) and reproduces(item)
     assert "0.9, -1.2" in item.table
     assert not reproduces(evidence.c1_4_kl_evidence({**kl, "mc": 1.1}))
+    assert not reproduces(evidence.c1_4_kl_evidence({**kl, "mc": 0.95}))
+    assert reproduces(evidence.c1_4_kl_evidence({**kl, "mc": 0.961}))
     with pytest.raises(ValueError, match="standard error must be positive"):
         evidence.c1_4_kl_evidence({**kl, "se": 0.0})
 
@@ -124,6 +144,8 @@ def test_c1_4_c1_5_on_the_main_fit_and_the_collapse_depths():
     ratio, nu, share = evidence.c1_4_c1_5_evidence(depths, {0.1: main, 1.0: weak}, 0.1)
     assert (ratio.claim, nu.claim, share.claim) == ("C1.4", "C1.5", "C1.5")
     assert ratio.value == 1.0 + 1e-6 and all(reproduces(e) for e in (ratio, nu, share))
+    assert rule(ratio) == ("less", 1.05, None, None)
+    assert (rule(nu)[0], rule(share)[0]) == ("non-increasing", "increasing")
     assert ratio.glue["collapse_main"] == "none up to L = 3"
     assert ratio.glue["collapse_weak_1"] == "L = 2"
     broken = dict(
@@ -163,10 +185,20 @@ def test_c1_6_checks_the_exact_curve_nuts_ks_and_rhat():
     assert [e.claim for e in items] == ["C1.6"] * 4 and all(reproduces(e) for e in items)
     decreasing, z, ks, rhat = items
     assert decreasing.value == [0.9, 0.85, 0.8] and z.value == pytest.approx(0.1)
-    assert (ks.value, ks.expect) == (0.1, 0.01) and rhat.value == 1.001
+    assert (ks.value, ks.part, ks.bound) == (0.1, "ks", 0.01) and rhat.value == 1.001
+    assert "bound_measured" in checking.catalogue_check("C1.6", "ks")
+    assert rule(ks)[0] == "greater" and rule(z)[:2] == ("less", 4.0)
+    assert rule(decreasing)[0] == "decreasing" and rule(rhat)[:2] == ("less", 1.05)
     assert decreasing.glue["ks_2"] == 0.1 and decreasing.glue["divergences_total"] == 3
     assert decreasing.glue["exact_step_max"] == pytest.approx(0.05)
     broken = evidence.c1_6_evidence(_nuts([0.9, 0.95, 0.8], [0.9, 0.5, 0.8], ks_8=0.5))
     assert not any(reproduces(e) for e in broken[:3])
     with pytest.raises(ValueError, match="lacks depth"):
         evidence.c1_6_evidence({1: _nuts([1, 1, 1], [1, 1, 1])[1]})
+
+
+def test_the_catalogue_decides_the_check(catalogue_rules):
+    item = evidence.c1_6_evidence(_nuts([0.9, 0.85, 0.8], [0.9, 0.851, 0.799]))[3]
+    assert (item.part, item.value) == ("rhat", 1.001) and reproduces(item)
+    catalogue_rules({"C1.6": [{"part": "rhat", "rule": "less", "bound": 1.0}]})
+    assert not reproduces(item)

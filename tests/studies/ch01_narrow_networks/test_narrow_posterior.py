@@ -125,10 +125,8 @@ def test_hyperbola_parts_measure_each_clause_of_the_claim():
         1.0: {"svi_nu": 0.7, "nuts_mass": 1.0, "sign_changes": 0},
     }
     parts = narrow_posterior.hyperbola_parts(fits, 0.8, (0.01, 1.0))
-    values = [v for v, _ in parts.values()]
+    values = list(parts.values())
     np.testing.assert_allclose(values, [0.01, 0.1, 1 - 0.7 / 0.8, 1.0])
-    assert [b for _, b in parts.values()] == [0.05, 0.5, 0.5, 1.0]
-    assert values[3] >= 1.0  # a chain changing sign fails the last part
 
 
 def test_trap_summary_counts_runs_short_of_the_optimum():

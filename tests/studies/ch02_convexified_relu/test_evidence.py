@@ -1,4 +1,4 @@
-"""Tests of chapter 02's evidence: value, rule, expectation and gate of C2.1–C2.5."""
+"""Tests of chapter 02's evidence: value, part (the catalogue's rule) and gate of C2.1–C2.5."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from bnn_posteriors.claims import rules
+from bnn_posteriors.claims import checking
 from bnn_posteriors.claims.checking import Evidence
 from bnn_posteriors.studies.ch02_convexified_relu import evidence
 
@@ -18,7 +18,6 @@ CFG = SimpleNamespace(
     lemma_widths=(2, 8),
     lemma_rows=20,
     dip_alpha=0.05,
-    dip_pass_rate=0.9,
     min_ess=100,
     num_samples=200,
     num_chains=4,
@@ -34,7 +33,15 @@ CFG = SimpleNamespace(
 
 
 def reproduced(item: Evidence) -> bool:
-    return rules.evaluate(item.rule, item.value, item.expect, item.tol, item.rtol)[0]
+    return checking.verdict(
+        item.claim, item.value, part=item.part, bound=item.bound, labels=item.labels
+    )[0]
+
+
+def rule(item: Evidence) -> tuple:
+    """The catalogue's rule of an Evidence's check and its bound: (rule, bound)."""
+    entry = checking.catalogue_check(item.claim, item.part)
+    return entry["rule"], entry.get("bound")
 
 
 def dip(rate: float, ess: float, pairs: int = 64) -> tuple:
@@ -45,7 +52,8 @@ def test_c2_1_reads_the_identity_and_fails_on_a_broken_one():
     gap = np.array([0.3, 1e-4, 2.0])
     pooled = {"gap": gap, "rel_identity": 1e-15, "rel_balanced": 1e-16, "max_change": 1e-16}
     identity, balanced = evidence.c2_1(pooled, CFG)
-    assert (identity.claim, identity.rule, identity.expect) == ("C2.1", "less", 1e-9)
+    assert (identity.claim, identity.part, balanced.part) == ("C2.1", "identity", "rebalanced")
+    assert rule(identity) == rule(balanced) == ("less", 1e-9)
     assert identity.value == 1e-15 and balanced.value == [1e-16, 1e-16]
     assert identity.glue == {"lemma_draws": 3, "lemma_min_gap": 1e-4}
     assert "min (f − g)" in identity.table and reproduced(identity) and reproduced(balanced)
@@ -57,7 +65,8 @@ def test_c2_1_reads_the_identity_and_fails_on_a_broken_one():
 
 def test_c2_2_gates_on_the_ess_and_passes_mixed_unimodal_chains():
     item = evidence.c2_2({8: dip(0.95, 300.0), 64: dip(0.97, 150.0)}, CFG)
-    assert (item.claim, item.rule, item.expect) == ("C2.2", "greater", 0.9)
+    assert (item.claim, item.part, rule(item)) == ("C2.2", "pass-rate", ("greater", 0.9))
+    assert item.glue["dip_pass_pct"] == pytest.approx(90.0) and "bar is 90%" in item.says
     assert item.value == [0.95, 0.97] and item.gate.passed and reproduced(item)
     assert item.glue["dip_u_64"] == pytest.approx(97.0) and item.glue["ess_u_large"] == 150.0
     assert "95.0%" in item.table and "95% (H = 8) and 97% (H = 64)" in item.says
@@ -75,7 +84,7 @@ def test_c2_3_decides_on_the_lower_ends_of_the_ratios():
     }
     shrink = {"size": (2.0, 1.5, 2.5), "spread": (5.0, 3.0, 8.0)}
     item = evidence.c2_3(per_width, shrink, {8: 500.0, 64: 200.0}, CFG)
-    assert (item.claim, item.rule, item.expect) == ("C2.3", "greater", 1.0)
+    assert (item.claim, item.part, rule(item)) == ("C2.3", "ratios", ("greater", 1.0))
     assert item.value == [1.5, 3.0] and reproduced(item) and item.gate.passed
     assert item.glue["shrink_spread_high"] == 8.0
     assert item.glue["shrink_interval_verdict"] == "the lower ends of both intervals lie above 1"
@@ -88,7 +97,8 @@ def test_c2_3_decides_on_the_lower_ends_of_the_ratios():
 
 def test_c2_4_checks_the_projections_of_one_pair():
     item = evidence.c2_4(dip(0.94, 120.0, pairs=32), np.array([3, 17]), CFG)
-    assert (item.claim, item.rule, item.expect, item.value) == ("C2.4", "greater", 0.9, 0.94)
+    assert (item.claim, item.part, item.value) == ("C2.4", "pass-rate", 0.94)
+    assert rule(item) == ("greater", 0.9) and "bar is 90%" in item.says
     assert reproduced(item) and item.gate.passed and "u_3, u_17" in item.table
     broken = evidence.c2_4(dip(0.5, 5.0), [3, 17], CFG)
     assert broken.value == 0.5 and not reproduced(broken) and not broken.gate.passed
@@ -97,7 +107,7 @@ def test_c2_4_checks_the_projections_of_one_pair():
 def test_c2_5_lists_both_layers_at_every_width():
     dips = {(w, k): dip(0.95, 200.0) for w in (8, 64) for k in ("W1", "w2")}
     item = evidence.c2_5(dips, CFG)
-    assert (item.claim, item.rule, item.expect) == ("C2.5", "greater", 0.9)
+    assert (item.claim, item.part, rule(item)) == ("C2.5", "pass-rate", ("greater", 0.9))
     assert item.value == [0.95] * 4 and reproduced(item) and item.gate.passed
     broken = evidence.c2_5({**dips, (64, "w2"): dip(0.2, 3.0)}, CFG)
     assert broken.value[-1] == 0.2 and not reproduced(broken) and not broken.gate.passed
@@ -135,3 +145,12 @@ def test_notes_glue_reads_the_committed_records_of_either_layout():
     assert np.isnan(empty["full_rate_8"]) and empty["full_rho_verdict"] == "not both above 1"
     with pytest.raises(ValueError, match="train_rows"):
         evidence.notes_glue(CFG, full, CFG, n_rows=1, train_rows={"full": 1}, records=[])
+
+
+def test_the_catalogue_bar_decides_and_is_cited(catalogue_rules):
+    item = evidence.c2_2({8: dip(0.85, 300.0), 64: dip(0.87, 150.0)}, CFG)
+    assert not reproduced(item)
+    catalogue_rules({"C2.2": [{"part": "pass-rate", "rule": "greater", "bound": 0.8}]})
+    assert reproduced(item)
+    moved = evidence.c2_2({8: dip(0.85, 300.0), 64: dip(0.87, 150.0)}, CFG)
+    assert moved.glue["dip_pass_pct"] == pytest.approx(80.0) and "bar is 80%" in moved.says

@@ -1,4 +1,5 @@
-"""Tests of chapter 03's evidence: value, rule, expectation, glue and gate of C3.1–C3.7."""
+"""Tests of chapter 03's evidence: value, catalogue check (part, rule, bound), glue and gate of
+C3.1–C3.7."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from bnn_posteriors.claims import rules
+from bnn_posteriors.claims import checking
 from bnn_posteriors.claims.checking import Evidence
 from bnn_posteriors.studies.ch03_symmetries import evidence
 
@@ -24,7 +25,16 @@ CFG = SimpleNamespace(
 
 
 def reproduced(item: Evidence) -> bool:
-    return rules.evaluate(item.rule, item.value, item.expect, item.tol, item.rtol)[0]
+    """Whether the catalogue's rule for ``item``'s part holds for its value (before its gate)."""
+    return checking.verdict(
+        item.claim, item.value, part=item.part, bound=item.bound, labels=item.labels
+    )[0]
+
+
+def rule(item: Evidence) -> tuple:
+    """The catalogue's rule of ``item``'s check: (rule, bound, tol, finding)."""
+    entry = checking.catalogue_check(item.claim, item.part)
+    return entry["rule"], entry.get("bound"), entry.get("tol"), entry.get("finding")
 
 
 def symmetry_changes(relu_flip: float) -> dict:
@@ -34,9 +44,10 @@ def symmetry_changes(relu_flip: float) -> dict:
 
 def test_c3_1_reads_the_invariances_and_the_relu_sign_flip():
     invariant, flip = evidence.c3_1(symmetry_changes(0.4))
-    assert (invariant.claim, invariant.rule, invariant.expect) == ("C3.1", "less", 1e-5)
+    assert (invariant.claim, invariant.part, flip.part) == ("C3.1", "invariant", "relu-flip")
+    assert rule(invariant) == ("less", 1e-5, None, None)
     assert invariant.value == 3e-16 and flip.value == 0.4
-    assert (flip.rule, flip.expect) == ("greater", 1e-2)
+    assert rule(flip) == ("greater", 1e-2, None, None) and flip.bound is None
     assert "largest change" in invariant.table and reproduced(invariant) and reproduced(flip)
     _, broken = evidence.c3_1(symmetry_changes(1e-15))
     assert broken.value == 1e-15 and not reproduced(broken)
@@ -46,7 +57,8 @@ def test_c3_1_reads_the_invariances_and_the_relu_sign_flip():
 
 def test_c3_2_reads_the_largest_sign_flip_gap():
     item = evidence.c3_2({"gaussian": 0.0, "laplace": 4e-16}, 10_000)
-    assert (item.claim, item.rule, item.expect, item.tol) == ("C3.2", "approx", 0.0, 1e-12)
+    assert (item.claim, item.part) == ("C3.2", "sign-flip")
+    assert rule(item) == ("approx", 0.0, 1e-12, None)
     assert item.value == 4e-16 and reproduced(item)
     assert item.note.startswith("Gaussian and Laplace priors, 10 000 random draws of 6 weights")
     broken = evidence.c3_2({"gaussian": 0.0, "laplace": 0.3}, 10)
@@ -57,7 +69,8 @@ def test_c3_2_reads_the_largest_sign_flip_gap():
 
 def test_c3_3_reads_the_roots_and_the_gap_away_from_them():
     roots, away = evidence.c3_3([True, True], [0.2, 0.01])
-    assert (roots.rule, away.rule, away.expect) == ("true", "greater", 0.0)
+    assert (roots.part, away.part) == ("roots", "away")
+    assert rule(roots) == ("true", None, None, None) and rule(away) == ("greater", 0.0, None, None)
     assert away.value == 0.01 and reproduced(roots) and reproduced(away)
     assert "| 2 |" in roots.table
     broken, zero = evidence.c3_3([True, False], [0.2, 0.0])
@@ -84,8 +97,12 @@ def test_c3_4_reads_the_root_of_h_and_its_swap_identity():
     ce = dict(w1=0.5, w2=0.8, b1=0.9)
     items = evidence.c3_4(counterexample(0.777029), ce, 0.77754)
     assert [i.claim for i in items] == ["C3.4"] * 5
-    assert items[0].value == 0.777029 and (items[0].expect, items[0].tol) == (0.777, 1e-4)
-    assert items[2].rule == "greater" and items[3].value == 2e-16
+    assert [i.part for i in items] == ["root", "closed-form", "excluded", "swap-gap", "swap-root"]
+    assert items[0].value == 0.777029 and rule(items[0]) == ("approx", 0.777, 1e-4, None)
+    assert rule(items[1]) == ("approx", 0.0, 1e-4, None)
+    assert rule(items[2]) == ("greater", 0.05, None, None) and items[3].value == 2e-16
+    assert rule(items[3]) == ("approx", 0.0, 1e-12, None)
+    assert rule(items[4]) == ("approx", 0.0, 1e-4, None)
     assert all(reproduced(i) for i in items)
     assert items[0].glue["h_paper"] == 3e-6 and items[0].glue["w2_abs"] == 0.8
     assert "| h(c) (paper's 0.77754) | 3.00e-06 |" in items[0].table
@@ -98,7 +115,8 @@ def test_c3_4_reads_the_root_of_h_and_its_swap_identity():
 
 def test_c3_5_reads_the_largest_log_prior_change():
     item = evidence.c3_5([0.0, 2e-16], depth=6)
-    assert (item.claim, item.value, item.tol) == ("C3.5", 2e-16, 1e-12) and reproduced(item)
+    assert (item.claim, item.value, item.part) == ("C3.5", 2e-16, "distant") and reproduced(item)
+    assert rule(item) == ("approx", 0.0, 1e-12, None)
     assert item.note.endswith("2 random depth-6 chains")
     assert not reproduced(evidence.c3_5([0.0, 0.5], depth=6))
     with pytest.raises(ValueError, match="no draw"):
@@ -112,9 +130,9 @@ def fit(svi_nu: float, mass: float, changes: int = 0) -> dict:
 def test_c3_6_reads_the_four_parts_of_the_claim():
     fits = {1.0: fit(0.7, 1.0), 0.1: fit(0.6, 1.0), 0.01: fit(0.4, 0.9), 0.001: fit(0.0, 0.8)}
     item = evidence.c3_6(fits, 150, 0.75, 0.004, CFG)
-    assert (item.claim, item.rule) == ("C3.6", "less")
+    assert (item.claim, item.part, item.bound) == ("C3.6", "four-parts", None)
     np.testing.assert_allclose(item.value, [0.0, 0.2, 1 - 0.7 / 0.75, 0.0])
-    np.testing.assert_allclose(item.expect, [0.05, 0.5, 0.5, 1.0])
+    assert rule(item) == ("less", [0.05, 0.5, 0.5, 1.0], None, None)
     assert reproduced(item) and item.glue["svi_nu_tau01"] == 0.4 and item.glue["n_train"] == 150
     assert "| yes |" in item.table
     collapsed = {**fits, 0.001: fit(0.0, 0.1)}  # the posterior collapses with MFVI
@@ -159,13 +177,16 @@ def scan_and_summary(plain_progress: float) -> tuple[dict, dict, float]:
 def test_c3_7_gates_on_a_trap_and_records_the_further_findings():
     scan, summary, tau2_c = scan_and_summary(0.9)
     claim, breaks, collapse = evidence.c3_7(scan, summary, tau2_c, 0.75, CFG)
-    assert (claim.claim, claim.rule, claim.expect) == ("C3.7", "greater", 0.5)
+    assert (claim.claim, claim.part) == ("C3.7", "escape")
+    assert rule(claim) == ("greater", 0.5, None, None) and claim.bound is None
     assert not claim.gate.passed and "not trapped" in claim.gate.why
     assert claim.says.startswith("no trap to escape")
     assert claim.glue["grad_zero_n"] == 3 and claim.glue["adjusted_gain_at"] == pytest.approx(1.1)
     assert claim.glue["n_runs_above"] == 3 and "1 of 3" in claim.table
-    assert (breaks.finding, collapse.finding) == ("breaks-fixed-point", "fig2-collapse")
-    assert reproduced(breaks) and collapse.expect == 0.375 and not reproduced(collapse)
+    assert rule(breaks) == ("greater", 0.0, None, "breaks-fixed-point")
+    assert rule(collapse) == ("greater", None, None, "fig2-collapse")
+    assert "bound_measured" in checking.catalogue_check("C3.7", "fig2-collapse")
+    assert reproduced(breaks) and collapse.bound == 0.375 and not reproduced(collapse)
     scan, summary, tau2_c = scan_and_summary(0.2)
     trapped, _, _ = evidence.c3_7(scan, summary, tau2_c, 0.75, CFG)
     assert trapped.gate.passed and trapped.says.startswith("plain MFVI is trapped at")
@@ -174,3 +195,17 @@ def test_c3_7_gates_on_a_trap_and_records_the_further_findings():
     assert not reproduced(broken)
     with pytest.raises(ValueError, match="smallest tau2"):
         evidence.c3_7({0.011: scan[0.011]}, summary, tau2_c, 0.75, CFG)
+
+
+def test_c3_6_is_decided_by_the_catalogue_bound(catalogue_rules):
+    """The same evidence changes its verdict (and its table) when the catalogue's bound does."""
+    fits = {1.0: fit(0.7, 1.0), 0.1: fit(0.6, 1.0), 0.01: fit(0.4, 0.9), 0.001: fit(0.0, 0.8)}
+    item = evidence.c3_6(fits, 150, 0.75, 0.004, CFG)
+    assert reproduced(item)
+    stricter = [0.05, 0.1, 0.5, 1.0]
+    catalogue_rules({"C3.6": [{"part": "four-parts", "rule": "less", "bound": stricter}]})
+    assert not reproduced(item)  # NUTS's mass at |beta| <= 0.05, 0.2, is now above its bound
+    assert "| no |" in evidence.c3_6(fits, 150, 0.75, 0.004, CFG).table
+    catalogue_rules({"C3.6": [{"part": "four-parts", "rule": "less", "bound": [0.05, 0.5]}]})
+    with pytest.raises(ValueError, match="4 parts but its catalogue check has 2 bounds"):
+        evidence.c3_6(fits, 150, 0.75, 0.004, CFG)

@@ -1,18 +1,28 @@
-"""Tests of chapter 4's evidence: values, rules and expectations on hand-made fits."""
+"""Tests of chapter 4's evidence on hand-made fits: values, and the catalogue checks (part,
+rule, bound) they are decided by."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from bnn_posteriors.claims import rules
+from bnn_posteriors.claims import checking
 from bnn_posteriors.claims.checking import Evidence
 from bnn_posteriors.studies.ch04_elbo_tempering import evidence, regression
 
 
 def passes(item: Evidence) -> bool:
-    """Whether the rule of ``item`` holds for its value (the check's outcome before its gate)."""
-    return rules.evaluate(item.rule, item.value, item.expect, item.tol, item.rtol)[0]
+    """Whether the catalogue's rule for ``item``'s part holds for its value (the check's outcome
+    before its gate)."""
+    return checking.verdict(
+        item.claim, item.value, part=item.part, bound=item.bound, labels=item.labels
+    )[0]
+
+
+def rule(item: Evidence) -> tuple:
+    """The catalogue's rule of ``item``'s check: (rule, bound, finding)."""
+    entry = checking.catalogue_check(item.claim, item.part)
+    return entry["rule"], entry.get("bound"), entry.get("finding")
 
 
 def test_reading_the_fits_and_a_clear_error_on_bad_input(toy):
@@ -48,10 +58,13 @@ def test_prior_advantage_is_the_elbo_above_the_prior(toy):
 
 def test_c41_collapse_reproduces_and_a_rising_tail_fails(toy):
     limit, monotone = evidence.c41_evidence(toy.fake_fits())
-    assert limit.rule == "less" and passes(limit) and passes(monotone)
+    assert (limit.part, monotone.part) == ("limit", "monotone-kl")
+    assert limit.bound is None and monotone.bound is None
+    assert passes(limit) and passes(monotone)
     np.testing.assert_allclose(limit.value[:4], [0.1, 0.1, 0.01, 0.0], atol=1e-12)
-    np.testing.assert_allclose(limit.expect, [1, 1, 0.1, 0.05] * 2)
-    assert monotone.finding == "monotone-kl" and limit.glue["n_second"] == 8
+    assert rule(limit) == ("less", [1.0, 1.0, 0.1, 0.05] * 2, None)
+    assert rule(monotone) == ("less", 1.0, "monotone-kl") and limit.glue["n_second"] == 8
+    assert (limit.glue["c41_fraction_pct"], limit.glue["c41_rmse_pct"]) == (10.0, 5.0)
     assert limit.glue["kl_last_syn"] == pytest.approx(0.101)
     rising, not_monotone = evidence.c41_evidence(toy.fake_fits(kl_untempered=(1.0, 2.0, 4.0)))
     assert not passes(rising) and not passes(not_monotone)
@@ -62,8 +75,14 @@ def test_c42_bounds_hold_on_linear_terms_and_fail_on_a_faster_data_term(toy):
     fits = toy.fake_fits()
     bound, linear = evidence.c42_evidence(fits, toy.fake_by_p(fits), toy.PS, p_width=16, n_max=40)
     assert passes(bound) and bound.gate.passed and passes(linear)
-    np.testing.assert_allclose(bound.expect, [1.1, 0.1, 1.1] * 2)
-    assert linear.finding == "data-term-linear" and bound.glue["c42_p_last"] == 20
+    assert (bound.part, linear.part, bound.bound, linear.bound) == (
+        "tail",
+        "data-term-linear",
+        None,
+        None,
+    )
+    assert rule(bound) == ("less", [1.1, 0.1, 1.1] * 2, None) and bound.glue["c42_tol"] == 0.1
+    assert rule(linear) == ("less", 0.1, "data-term-linear") and bound.glue["c42_p_last"] == 20
     assert bound.glue["c42_syn_KL_N"] == pytest.approx(1.0, abs=0.01)
     fast = toy.fake_by_p(fits, d_over_p=lambda m: 0.01 * m**1.5)
     bound, linear = evidence.c42_evidence(fits, fast, toy.PS, p_width=16, n_max=40)
@@ -72,11 +91,28 @@ def test_c42_bounds_hold_on_linear_terms_and_fail_on_a_faster_data_term(toy):
 
 
 def test_c43_gain_and_change_per_set_in_order(toy):
-    checks = evidence.c43_evidence(toy.fake_fits(), gain=0.3, tau=0.1)
-    assert [c.rule for c in checks] == ["greater", "less"] * 2
+    checks = evidence.c43_evidence(toy.fake_fits(), tau=0.1)
+    assert [c.part for c in checks] == ["gain", "settles"] * 2
+    assert [rule(c) for c in checks[:2]] == [("greater", 0.3, None), ("less", 0.1, None)]
     assert checks[0].value == pytest.approx(0.5) and checks[1].value == 0.0
     assert all(passes(c) for c in checks) and checks[0].glue["tau"] == 0.1
-    assert not passes(evidence.c43_evidence(toy.fake_fits(), gain=0.6, tau=0.1)[0])
+    assert checks[0].glue["c43_gain_pct"] == 30.0
+
+
+def test_c43_is_decided_by_the_catalogue_bound(toy, catalogue_rules):
+    """The same evidence fails when the catalogue asks for a larger gain, which the prose cites."""
+    checks = evidence.c43_evidence(toy.fake_fits(), tau=0.1)
+    assert passes(checks[0])
+    catalogue_rules(
+        {
+            "C4.3": [
+                {"part": "gain", "rule": "greater", "bound": 0.6},
+                {"part": "settles", "rule": "less", "bound": 0.1},
+            ]
+        }
+    )
+    assert not passes(checks[0]) and passes(checks[1])
+    assert evidence.c43_evidence(toy.fake_fits(), tau=0.1)[0].glue["c43_gain_pct"] == 60.0
 
 
 def sweep():
@@ -114,7 +150,7 @@ def test_c44_both_differences_positive_and_a_loss_fails():
         "per_fold": [(0.01, 0.04), (0.02, 0.06)],
     }
     item = evidence.c44_evidence(cmp, sweep(), 0.05, num_folds=2, n_pooled=20)
-    assert item.rule == "greater" and item.expect == 0.0 and passes(item)
+    assert item.part == "pooled" and rule(item) == ("greater", 0.0, None) and passes(item)
     np.testing.assert_allclose(item.value, [0.01, 0.05])
     assert item.glue["mnist_nll_bal"] == 0.2 and item.glue["d_acc_fold_min"] == 0.01
     assert not passes(
@@ -129,9 +165,32 @@ def test_c45_gap_like_one_over_n_reproduces_and_a_flat_gap_fails(toy):
     )
     assert passes(tail) and tail.gate.passed and passes(full)
     np.testing.assert_allclose(full.value, [-1.0, -1.0], atol=1e-9)
-    assert tail.glue["gap_slope"] == pytest.approx(-1.0) and full.finding == "full-range-slope"
+    assert tail.glue["gap_slope"] == pytest.approx(-1.0) and tail.glue["c45_bound"] == -0.8
+    assert (tail.part, full.part) == ("tail", "full-range-slope")
+    assert rule(tail) == ("less", -0.8, None) and rule(full) == ("less", -0.8, "full-range-slope")
     flat = toy.fake_fits(gap=lambda n: 1.0)
     tail, full = evidence.c45_evidence(
         flat, toy.fake_by_p(flat), toy.fake_fam(), toy.PS, toy.FAMILY, p_width=16
     )
     assert not passes(tail) and not passes(full)
+
+
+def test_c41_c42_refuse_a_catalogue_bound_they_cannot_read(toy, catalogue_rules):
+    """The prose and the notes read the C4.1 and C4.2 bounds by their layout; another fails."""
+    catalogue_rules(
+        {
+            "C4.1": [
+                {"part": "limit", "rule": "less", "bound": [1.0, 1.0, 0.1, 0.05]},
+                {"part": "monotone-kl", "rule": "less", "bound": 1.0, "finding": "monotone-kl"},
+            ],
+            "C4.2": [
+                {"part": "tail", "rule": "less", "bound": [1.2, 0.1, 1.2] * 2},
+                {"part": "data-term-linear", "rule": "less", "bound": 0.1},
+            ],
+        }
+    )
+    fits = toy.fake_fits()
+    with pytest.raises(ValueError, match="'limit' has bounds"):
+        evidence.c41_evidence(fits)
+    with pytest.raises(ValueError, match="'tail' has bounds"):
+        evidence.c42_evidence(fits, toy.fake_by_p(fits), toy.PS, p_width=16, n_max=40)

@@ -11,14 +11,25 @@ import jax
 import numpy as np
 import pytest
 
-from bnn_posteriors.claims import rules
-from bnn_posteriors.claims.checking import Evidence
+from bnn_posteriors.claims import checking
+from bnn_posteriors.claims.checking import Evidence, catalogue_check
 from bnn_posteriors.inference import mean_field as mf
 from bnn_posteriors.studies.ch05_symmetrised_vi import evidence as ev
 
 
 def passes(item: Evidence) -> bool:
-    return rules.evaluate(item.rule, item.value, item.expect, item.tol, item.rtol)[0]
+    """Whether the catalogue's rule of the evidence's part holds for its value."""
+    return checking.verdict(
+        item.claim, item.value, part=item.part, bound=item.bound, labels=item.labels
+    )[0]
+
+
+def rule_of(item: Evidence) -> tuple:
+    """The catalogue's rule, bound (the measured one where the evidence passes it), tol and
+    finding of the evidence's check."""
+    entry = catalogue_check(item.claim, item.part)
+    bound = item.bound if "bound_measured" in entry else entry.get("bound")
+    return entry["rule"], bound, entry.get("tol"), entry.get("finding")
 
 
 def mode(widths=(2, 3, 4, 1), copies=144, change=1e-7, distance=0.5):
@@ -27,9 +38,10 @@ def mode(widths=(2, 3, 4, 1), copies=144, change=1e-7, distance=0.5):
 
 def test_c5_1_evidence_reads_the_orbits_and_fails_on_a_short_group():
     out = ev.c5_1_evidence([mode(), mode(change=2e-7, distance=0.3)])
-    assert [e.rule for e in out] == ["true", "less", "greater"]
+    assert [e.part for e in out] == ["group-size", "joint-change", "distinct-copies"]
+    assert [rule_of(e)[:2] for e in out] == [("true", None), ("less", 1e-5), ("greater", 1e-2)]
     assert all(e.claim == "C5.1" for e in out) and all(passes(e) for e in out)
-    assert out[1].value == 2e-7 and out[1].expect == 1e-5 and out[2].value == 0.3
+    assert out[1].value == 2e-7 and out[1].bound is None and out[2].value == 0.3
     assert "| (2, 3, 4, 1) | 144 | 144 | 1.0e-07 | 0.500 |" in out[0].table
     broken = ev.c5_1_evidence([mode(copies=143), mode(change=1e-3, distance=0.0)])
     assert not any(passes(e) for e in broken)
@@ -56,7 +68,9 @@ def reps(mi=(1.0, 1.1, 0.9), z=(0.5, -0.2, 1.0)):
 
 def test_c5_2_identity_evidence_and_a_biased_identity():
     first, bounds = ev.c5_2_identity_evidence(reps(), width=4, num_samples=100)
-    assert first.value == 0.5 and first.rule == "less" and first.expect == 3.0
+    assert first.value == 0.5 and (first.part, bounds.part) == ("identity-z", "mi-range")
+    assert rule_of(first)[:2] == ("less", 3.0) and first.glue["z_bar"] == 3.0
+    assert rule_of(bounds)[0] == "true"
     assert passes(first) and passes(bounds) and "H=4, |G|=24, 100 draws" in first.note
     assert first.glue["id_repeats"] == 3 and first.glue["small_group"] == 24
     assert first.glue["id_zu_max"] == 3.0 and first.glue["id_z"] == 0.5
@@ -85,8 +99,20 @@ def curves(separation_last=None, infonce_z=(-1.0, 0.5)):
 def test_c5_2_separation_evidence_and_a_bound_above_i():
     kw = dict(separations=(0.0, 0.1, 0.4, 3.0), ks=(2, 16), width=3, infonce_samples=50)
     out = ev.c5_2_separation_evidence(curves(), **kw)
-    assert [e.rule for e in out] == ["less", "approx", "greater", "less"]
-    assert all(passes(e) for e in out) and out[1].expect == pytest.approx(math.log(6))
+    assert [e.part for e in out] == [
+        "symmetric-zero",
+        "separated-log-g",
+        "separation-steps",
+        "infonce-z",
+    ]
+    assert [rule_of(e) for e in (out[0], out[2], out[3])] == [
+        ("less", 1e-4, None, None),
+        ("greater", 3.0, None, None),
+        ("less", 3.0, None, None),
+    ]
+    assert rule_of(out[1])[0::2] == ("approx", 0.05)  # the bound log|G| is measured
+    assert all(passes(e) for e in out) and out[1].bound == pytest.approx(math.log(6))
+    assert [e.bound for e in (out[0], out[2], out[3])] == [None, None, None]
     assert out[0].glue["sep_d_unsat"] == 0.4 and out[0].glue["infonce_z_max"] == 0.5
     assert "d <= 0.4)" in out[2].note and "K in (2, 16)" in out[3].note
     assert "| 3.00 | 1.792 | saturated |" in out[0].table and "exact I" in out[3].table
@@ -125,6 +151,18 @@ def collapse(deficit_last=2.0, slope_lo=0.1):
 
 def test_c5_3_evidence_and_no_collapse():
     out = ev.c5_3_evidence(collapse(), widths=(2, 8))
+    assert [e.part for e in out] == [
+        "deficit-slope",
+        "deficit-largest",
+        "pruning-grows",
+        "elbo-below-best",
+    ]
+    assert [rule_of(e)[:2] for e in out] == [
+        ("greater", 0.0),
+        ("greater", 0.5),
+        ("greater", 0.0),
+        ("less", 0.0),
+    ]
     assert [e.value for e in out][:2] == [0.1, 2.0] and all(passes(e) for e in out)
     assert "4 fits at H = (2, 8)" in out[0].note and out[0].glue["elbo_drop"] == 5.0
     assert out[0].glue["plain_test_lls"] == "-0.500, -0.500"
@@ -159,8 +197,15 @@ def test_c5_4_toy_evidence_and_swapped_runs():
     better, not_worse, training = ev.c5_4_toy_evidence(
         ss.symmetrised_gains(fits), sx.gains(fits), np.array([0.3, 0.5]), n_seeds=4
     )
-    assert better.rule == "greater" and better.expect == 1e-6 and better.gate.passed
-    assert not_worse.expect == -1e-6 and training.finding == "training-elbo"
+    assert [e.part for e in (better, not_worse, training)] == [
+        "better",
+        "not-worse",
+        "training-elbo",
+    ]
+    assert rule_of(better) == ("greater", 1e-6, None, None) and better.gate.passed
+    assert rule_of(not_worse) == ("greater", -1e-6, None, None)
+    assert rule_of(training) == ("greater", 1e-6, None, "training-elbo")
+    assert better.glue["c54_tie"] == "1e-06" and "> -1e-06 (at least" in not_worse.note
     assert passes(better) and passes(not_worse) and passes(training)
     assert better.glue["toy_grad"] == pytest.approx(0.4) and better.glue["c54_level"] == "95%"
     assert "H = 4" in better.says and "Toy set, mean [95% interval] over 4" in better.table
@@ -208,7 +253,8 @@ def test_c5_4_mnist_evidence_saturated_and_deciding():
     fits = fake_fits(0.0, mi_plain=math.log(64), width=128, accuracy=True)
     reading = ss.symmetrised_gains(fits, num_perms=64)
     out = ev.c5_4_mnist_evidence(reading, fits, np.zeros(4), n_seeds=4, toy_width=8, toy_grad=0.5)
-    assert out.finding == "mnist" and not out.gate.passed and out.rule == "greater"
+    assert out.part == "mnist" and not out.gate.passed
+    assert rule_of(out) == ("greater", 1e-6, None, "mnist")
     assert not passes(out)  # ties: only the gate makes this inconclusive
     assert "end at the same q" in out.says and "gate failed: " in out.table
     assert "at H = (2, 128) (Î_K, K = 64)" in out.note and "(at the toy set's H = 8" in out.gate.why
@@ -248,3 +294,17 @@ def test_profiles_report_reads_the_old_record(tmp_path):
     (tmp_path / "full" / "05.jsonl").write_text(json.dumps(record) + "\n")
     out = ev.profiles_report(quick, full, tmp_path)
     assert out["full_old_ll_gains"] == "+0.5000" and out["full_old_elbo_gains"] == "1.000"
+
+
+def test_c5_3_verdict_follows_the_catalogue_bound(catalogue_rules):
+    """The rule is the catalogue's: the same evidence fails once its part's bound is raised."""
+    item = ev.c5_3_evidence(collapse(), widths=(2, 8))[1]  # the deficit 2.0 at H = 8
+    assert item.part == "deficit-largest" and passes(item)
+    (claim,) = (c for c in checking.catalogue() if c["id"] == "C5.3")
+    checks = [dict(entry) for entry in claim["check"]]
+    for entry in checks:
+        if entry["part"] == "deficit-largest":
+            entry["bound"] = 5.0
+    catalogue_rules({"C5.3": checks})
+    assert catalogue_check("C5.3", "deficit-largest")["bound"] == 5.0
+    assert not passes(item)

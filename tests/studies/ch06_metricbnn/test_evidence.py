@@ -1,5 +1,6 @@
 """Tests of chapter 06's evidence (``studies.ch06_metricbnn.evidence``) on synthetic results:
-each function's value, rule and expectation, and a broken input that gives a failing value."""
+each function's value and part, the catalogue's rule for it, and a broken input that gives a
+failing value."""
 
 from __future__ import annotations
 
@@ -8,23 +9,25 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from bnn_posteriors.claims import rules
+from bnn_posteriors.claims import checking
 from bnn_posteriors.evaluation import diagnostics
 from bnn_posteriors.studies.ch06_metricbnn import evidence
 from bnn_posteriors.studies.ch06_metricbnn import experiments as mbx
 
-CFG = SimpleNamespace(
-    num_particles=10,
-    loss_tolerance=0.1,
-    lin_gap_min_maps=40,
-    straightness_threshold=0.9,
-    uci_min_wins=5,
-    mnist_map_margin=0.01,
-)
+CFG = SimpleNamespace(num_particles=10, lin_gap_min_maps=40, straightness_threshold=0.9)
 
 
 def passes(item) -> bool:
-    return rules.evaluate(item.rule, item.value, item.expect, item.tol, item.rtol)[0]
+    """Whether the catalogue's rule for the item's part finds what it asks."""
+    return checking.verdict(
+        item.claim, item.value, part=item.part, bound=item.bound, labels=item.labels
+    )[0]
+
+
+def rule_of(item) -> tuple:
+    """(rule, bound, finding) of the item's part in the claims catalogue."""
+    entry = checking.catalogue_check(item.claim, item.part)
+    return entry["rule"], entry.get("bound"), entry.get("finding")
 
 
 def c61(rise=0.01, control=0.5):
@@ -48,9 +51,12 @@ def test_helpers_format_sizes_and_architectures():
 
 def test_c6_1_band_refinement_and_low_dimension():
     band, refinement, low = evidence.c6_1(c61(), 10000, CFG)
-    assert (band.claim, band.value, band.rule, band.expect) == ("C6.1", 0.01, "less", 0.1)
-    assert refinement.value == pytest.approx(0.02) and low.finding == "low-dimensional"
-    assert low.value == pytest.approx(180.0) and low.expect == evidence.PC_FACTOR
+    assert (band.claim, band.value, band.part) == ("C6.1", 0.01, "band")
+    assert rule_of(band) == ("less", 0.1, None) and rule_of(refinement) == ("less", 0.1, None)
+    assert refinement.value == pytest.approx(0.02) and refinement.part == "refinement"
+    assert rule_of(low) == ("greater", 10.0, "low-dimensional")
+    assert low.value == pytest.approx(180.0) and low.bound is None
+    assert "band 10%" in band.says and "more than 90% is asked" in refinement.says
     assert all(passes(e) for e in (band, refinement, low))
     assert band.glue["ch6_c61_kept"] == pytest.approx(0.02) and "lambda_max" in band.table
     band, refinement, _ = evidence.c6_1(c61(rise=0.2, control=0.25), 10000, CFG)  # broken walk
@@ -60,8 +66,9 @@ def test_c6_1_band_refinement_and_low_dimension():
 def test_c6_2_sampled_and_gated_linearised():
     ratios = {"MetricBNN samples": 3.0, "LA": 1.1, "Lin LA": 2.0, "MetricBNN posterior": 1.5}
     sampled, lin = evidence.c6_2(ratios, CFG)
-    assert sampled.value == pytest.approx(1.9) and sampled.rule == "greater" and passes(sampled)
-    assert lin.finding == "linearised-la" and not lin.gate.passed
+    assert sampled.value == pytest.approx(1.9) and passes(sampled)
+    assert rule_of(sampled) == ("greater", 0.0, None)
+    assert rule_of(lin) == ("greater", 0.0, "linearised-la") and not lin.gate.passed
     assert evidence.c6_2(ratios, CFG, lin_maps=40)[1].gate.passed
     assert not passes(evidence.c6_2({**ratios, "LA": 4.0}, CFG)[0])
 
@@ -83,7 +90,10 @@ def test_c6_3_and_c6_4_decide_on_the_intervals():
     )
     c63, c64 = evidence.c6_3_and_c6_4(per_map, summaries, CFG, "results/x.json")
     low = summaries["deciding (full profile)"]["gap NLL: Gaussian - latent"]["low"]
-    assert c63.value == low and c63.rule == "greater" and passes(c63)
+    assert c63.value == low and rule_of(c63) == ("greater", 0.0, None) and passes(c63)
+    assert rule_of(c64) == ("greater", 0.0, None)
+    excess_high = summaries["deciding (full profile)"]["mean loss ratio - 1"]["high"]
+    assert c64.value[0] == pytest.approx(0.1 - excess_high)  # C6.1's band
     assert c63.committed == "results/x.json" and c63.glue["ch6_repeats"] == 4
     assert c64.value.shape == (2,) and not passes(c64)  # the loss excess is above the band
     assert "95% t-interval" in c63.table
@@ -101,6 +111,7 @@ def test_c6_5_ring_entropy():
     }
     item = evidence.c6_5(ent)
     assert item.value == pytest.approx(-0.29) and not passes(item)
+    assert rule_of(item) == ("greater", 0.0, None)
     assert item.glue["ch6_ent_la_test"] == pytest.approx(0.69)
     ent["ring"]["MetricBNN"] = np.full(3, 0.7)
     assert passes(evidence.c6_5(ent))
@@ -115,20 +126,25 @@ def uci_rows(mb=0.3):
 
 
 def test_c6_6_counts_the_wins():
-    sampled, lin = evidence.c6_6(uci_rows(), uci_rows(), CFG, None)
-    assert sampled.value == 6 and sampled.expect == 4.5 and passes(sampled)
-    assert lin.value == 0 and lin.finding == "linearised-la" and not passes(lin)
+    sampled, lin = evidence.c6_6(uci_rows(), uci_rows(), None)
+    assert sampled.value == 6 and rule_of(sampled) == ("greater", 4.5, None) and passes(sampled)
+    assert lin.value == 0 and rule_of(lin) == ("greater", 4.5, "linearised-la")
+    assert not passes(lin)
     assert sampled.glue["ch6_wins_la"] == 6 and "Lin LA (full profile)" in sampled.table
-    assert not passes(evidence.c6_6(uci_rows(mb=0.9), uci_rows(), CFG, None)[0])
+    assert not passes(evidence.c6_6(uci_rows(mb=0.9), uci_rows(), None)[0])
 
 
 def test_c6_7_mnist_orderings():
     nll = {"LA (last layer)": 0.5, "Lin LA (last layer)": 0.4, "MetricBNN": 0.3, "MAP": 0.3}
-    sampled, lin, against_map = evidence.c6_7(nll, nll, CFG, "results/x.json")
+    sampled, lin, against_map = evidence.c6_7(nll, nll, "results/x.json")
     assert sampled.value == pytest.approx(0.2) and passes(sampled) and passes(lin)
-    assert against_map.finding == "map" and against_map.expect == 0.01
+    assert rule_of(sampled) == ("greater", 0.0, None)
+    assert rule_of(lin) == ("greater", 0.0, "linearised-la")
+    assert rule_of(against_map) == ("greater", 0.01, "map") and "(bound 0.01 nats)" in (
+        against_map.says
+    )
     assert not passes(against_map)
-    assert not passes(evidence.c6_7({**nll, "MetricBNN": 0.6}, nll, CFG, None)[0])
+    assert not passes(evidence.c6_7({**nll, "MetricBNN": 0.6}, nll, None)[0])
 
 
 def cost_inputs(mb_growth=1.1):
@@ -149,6 +165,29 @@ def cost_inputs(mb_growth=1.1):
 def test_c6_8_growth_and_absolute_cost():
     growth, absolute = evidence.c6_8(*cost_inputs())
     assert growth.value == pytest.approx(np.log10(8 / 1.1)) and passes(growth)
-    assert absolute.finding == "absolute-cost" and not passes(absolute)
+    assert rule_of(growth) == ("greater", 0.0, None)
+    assert rule_of(absolute) == ("greater", 0.0, "absolute-cost") and not passes(absolute)
     assert growth.glue["ch6_cross_size"] == "2\u202f000" and "of which eigh" in growth.table
     assert not passes(evidence.c6_8(*cost_inputs(mb_growth=20.0))[0])
+
+
+def test_the_catalogue_decides_the_same_evidence(catalogue_rules):
+    """The bound is the catalogue's: changing it changes the verdict of the same Evidence."""
+    band = evidence.c6_1(c61(rise=0.05), 10000, CFG)[0]
+    assert passes(band)
+    catalogue_rules(
+        {
+            "C6.1": [
+                {"part": "band", "rule": "less", "bound": 0.01},
+                {"part": "refinement", "rule": "less", "bound": 0.1},
+                {
+                    "part": "low-dimensional",
+                    "rule": "greater",
+                    "bound": 10.0,
+                    "finding": "low-dimensional",
+                },
+            ]
+        }
+    )
+    assert not passes(band)
+    assert "band 1%" in evidence.c6_1(c61(rise=0.05), 10000, CFG)[0].says

@@ -1,6 +1,6 @@
 """Chapter 7's evidence (:mod:`bnn_posteriors.studies.ch07_sampling_in_practice.evidence`):
-each function on a small synthetic result gives the value, rule and expectation of its
-check, and a broken input gives the failing value."""
+each function on a small synthetic result gives the value and the part of its check (whose
+rule and bound are the claims catalogue's), and a broken input gives the failing value."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from bnn_posteriors.claims import rules
-from bnn_posteriors.claims.checking import Evidence
+from bnn_posteriors.claims import checking
+from bnn_posteriors.claims.checking import Evidence, catalogue_check
 from bnn_posteriors.studies.ch07_sampling_in_practice import evidence as ev
 from bnn_posteriors.studies.ch07_sampling_in_practice import prior_scales
 
@@ -18,8 +18,15 @@ RNG = np.random.default_rng(0)
 
 
 def passes(e: Evidence) -> bool:
-    """Whether the check's rule holds for the evidence (the checker's own rules)."""
-    return bool(rules.evaluate(e.rule, e.value, e.expect, e.tol, e.rtol)[0])
+    """Whether the catalogue's rule of the evidence's part holds for its value."""
+    return bool(checking.verdict(e.claim, e.value, part=e.part, bound=e.bound, labels=e.labels)[0])
+
+
+def rule_of(e: Evidence) -> tuple:
+    """The catalogue's rule, bound and finding of the evidence's check (none is measured)."""
+    assert e.bound is None
+    entry = catalogue_check(e.claim, e.part)
+    return entry["rule"], entry.get("bound"), entry.get("finding")
 
 
 CFG = SimpleNamespace(
@@ -83,9 +90,14 @@ def test_run_tables():
 def test_c7_1():
     lppds = dict(regular=0.8, permuted=np.array([0.78, 0.75]), best_permuted=np.array([0.6, 0.7]))
     beat, trail = ev.c7_1_evidence(lppds)
-    assert (beat.claim, beat.rule, beat.expect) == ("C7.1", "greater", 0.0)
+    assert (beat.claim, beat.part, rule_of(beat)) == (
+        "C7.1",
+        "beats-best-chain",
+        ("greater", 0.0, None),
+    )
     assert beat.value == pytest.approx(0.05) and passes(beat)
-    assert (trail.rule, trail.expect) == ("less", ev.PERM_GAP_BOUND)
+    assert (trail.part, rule_of(trail)) == ("gap-to-bde", ("less", 0.1, None))
+    assert beat.glue["perm_gap_bound"] == 0.1 and "within the 0.1 nats" in trail.says
     assert trail.value == pytest.approx(0.035) and passes(trail)
     assert beat.glue["permuted_groups"] == 2 and "member 2" in beat.table
     broken = dict(lppds, permuted=np.array([0.5, 0.75]))  # worse than its best chain
@@ -99,23 +111,32 @@ def test_c7_2_and_reports():
     ratio = dict(
         ratio=0.4, low=0.3, high=0.5, mean_within=0.2, mean_between=0.5, within=np.array([0.2, 0.2])
     )
-    sig, low, high = ev.c7_2_evidence(z, ratio, floor=0.1)
-    assert [e.rule for e in (sig, low, high)] == ["greater", "greater", "less"]
+    sig, low, high = ev.c7_2_evidence(z, ratio)
+    assert [e.part for e in (sig, low, high)] == ["z-test", "ratio-low", "ratio-high"]
+    assert [rule_of(e) for e in (sig, low, high)] == [
+        ("greater", 0.5, None),
+        ("greater", 0.1, None),
+        ("less", 1.0, None),
+    ]
+    assert "above the floor 0.1 of" in low.says
     assert (sig.value, low.value, high.value) == (0.9, 0.3, 0.5)
     assert all(passes(e) for e in (sig, low, high)) and "over 2 regular" in sig.note
     copies = dict(ratio, low=0.001, high=0.002)  # near copies of one sample: negligible
-    assert not passes(ev.c7_2_evidence(dict(z, frac_significant=0.2), copies, floor=0.1)[1])
+    broken = ev.c7_2_evidence(dict(z, frac_significant=0.2), copies)
+    assert not passes(broken[0]) and not passes(broken[1])
+    assert not passes(ev.c7_2_evidence(z, dict(ratio, high=1.2))[2])  # mixed chains
     glue, table = ev.z_test_report(z)
     assert glue == {"frac_significant": 90.0, "frac_significant_paper": 10.0} and "chain 2" in table
-    glue, table = ev.w2_ratio_report(ratio, floor=0.1, num_resamples=50)
+    glue, table = ev.w2_ratio_report(ratio, num_resamples=50)
     assert glue["n_regular"] == 2 and "0.400 [0.300, 0.500]" in table
+    assert glue["w2_ratio_floor"] == 0.1
     ctrl = dict(
         copies_frac=0.95, copies_low=0.001, copies_high=0.002, mixed_low=0.9, mixed_high=1.1
     )
     glue, table = ev.controls_report(ctrl, noise=0.01)
     assert glue["ctrl_copies_frac"] == 95.0 and "[0.900, 1.100]" in table
     with pytest.raises(ValueError, match="lacks"):
-        ev.c7_2_evidence({}, ratio, floor=0.1)
+        ev.c7_2_evidence({}, ratio)
 
 
 def test_c7_3_and_reports():
@@ -129,7 +150,8 @@ def test_c7_3_and_reports():
         gain_10_max=0.1,
     )
     e = ev.c7_3_evidence(sat, n_orderings=3)
-    assert e.rule == "decreasing" and list(e.value) == [0.2, 0.1] and passes(e)
+    assert (e.part, rule_of(e)) == ("saturation", ("decreasing", None, None))
+    assert list(e.value) == [0.2, 0.1] and passes(e)
     assert "10->20 chains" in e.note
     assert not passes(ev.c7_3_evidence(dict(sat, gain_10_max=0.3), n_orderings=3))
     glue, table = ev.saturation_report(sat, n_orderings=3)
@@ -152,7 +174,12 @@ def test_c7_4():
     glue, table = ev.ks_report(ks, num_resamples=10)
     assert glue["ks_gap_low"] == 0.05 and "Δ_KS = 0.1000" in table
     e = ev.c7_4_evidence(ks, None, FULL, n_chains=20, n_boot=10)
-    assert (e.rule, e.expect, e.committed, e.table) == ("greater", 0.0, None, None)
+    assert (e.part, rule_of(e), e.committed, e.table) == (
+        "ks-gap",
+        ("greater", 0.0, None),
+        None,
+        None,
+    )
     assert list(e.value) == [0.05] and passes(e) and e.glue["c74_basis"] == "this build's 20 chains"
     runs = [
         dict(settings={"seed": s, "n_chains": 200}, ks=ks["ks"], gap=0.1, low=lo, high=0.2)
@@ -168,7 +195,8 @@ def test_c7_4():
 def test_c7_5():
     dead = dict(dead=0.5, warm=0.6, active_start=0, active_first=12, active_last=14)
     e = ev.c7_5_evidence(dead, hidden_first=16)
-    assert (e.rule, e.expect) == ("greater", ev.DEAD_GAP_FLOOR)
+    assert (e.part, rule_of(e)) == ("dead-gap", ("greater", 0.5, None))
+    assert e.glue["dead_gap_floor"] == 0.5 and "deficit of over 0.5 nats" in e.says
     assert e.value == pytest.approx(0.1) and not passes(e)
     assert e.glue["dead_vs_warm"] == "within 0.25 nats of" and "0, 12, 14" in e.table
     stuck = ev.c7_5_evidence(dict(dead, dead=-1.0, active_first=0), hidden_first=16)
@@ -200,7 +228,11 @@ def test_c7_6():
     assert all(c["lppd"][2] < min(c["lppd"][:2] + c["lppd"][3:]) for c in broken)
     rk_broken = prior_scales.rank_clauses(np.random.default_rng(0), broken, 5, num_resamples=100)
     e = ev.c7_6_rank_evidence(rk, rk_broken, **kw)
-    assert (e.rule, e.expect, e.committed) == ("greater", 0.0, ev.PRIOR_RESULTS)
+    assert (e.part, rule_of(e), e.committed) == (
+        "rank-advantage",
+        ("greater", 0.0, None),
+        ev.PRIOR_RESULTS,
+    )
     assert not e.gate.passed and "contain 0" in e.gate.why  # the Glorot clause is undecided
     assert e.glue["broken_outcome"] == "not reproduced" and "scale 1 last" in e.table
     assert not passes(ev.c7_6_rank_evidence(rk_broken, rk_broken, **kw))
@@ -208,7 +240,7 @@ def test_c7_6():
     assert missing.committed is None and "missing" in missing.gate.why
     cmp = prior_scales.scale_comparison(np.random.default_rng(0), basis, 5, num_resamples=50)
     paired = ev.c7_6_paired_evidence(cmp, cmp, basis, glorot=0.25, committed=True)
-    assert paired.finding == "paired-lppd" and paired.rule == "greater"
+    assert (paired.part, rule_of(paired)) == ("paired-lppd", ("greater", 0.0, "paired-lppd"))
     assert np.allclose(paired.value[:2], [0.9 - 0.01, 1.5 - 0.01], atol=0.02)
     assert paired.glue["paper_verdict_small"] == "lies above 0 (worse than scale 1)"
     assert paired.glue["paper_large_worst"].startswith("airfoil")
@@ -227,3 +259,13 @@ def test_notes_values(tmp_path):
         '{"id": "C7.4", "value": 0.0123, "profile": "full", "status": "reproduced", "time": "t"}\n'
     )
     assert ev.notes_values(CFG, FULL, root=tmp_path)["gpu_ks_gap_low"] == "0.0123"
+
+
+def test_c7_5_verdict_follows_the_catalogue_bound(catalogue_rules):
+    """The rule is the catalogue's: the same evidence passes once its part's bound is lowered."""
+    dead = dict(dead=0.5, warm=0.6, active_start=0, active_first=12, active_last=14)
+    item = ev.c7_5_evidence(dead, hidden_first=16)  # the gap 0.1, below the 0.5 of 'does not fit'
+    assert not passes(item)
+    catalogue_rules({"C7.5": [{"part": "dead-gap", "rule": "greater", "bound": 0.05}]})
+    assert passes(item)
+    assert ev.c7_5_evidence(dead, hidden_first=16).glue["dead_gap_floor"] == 0.05

@@ -7,6 +7,7 @@ import math
 import matplotlib
 import pytest
 
+from bnn_posteriors.claims import checking
 from bnn_posteriors.claims import paper_numbers as references
 from bnn_posteriors.studies.ch08_benchmarks import report as benchmark_report
 from bnn_posteriors.studies.ch08_benchmarks import run as benchmark
@@ -153,3 +154,28 @@ def test_complete_units_leave_out_units_missing_a_split():
     ]
     assert len(kept) == 6
     assert benchmark_report.complete_units(rows, (1,)) == [dict(r) for r in rows if r["split"] == 1]
+
+
+def test_the_chapters_checks_take_their_rules_from_the_catalogue(catalogue_rules):
+    """The chapter's checks (C8.1-C8.3, cells of book/08_benchmarks.md) name their parts; the
+    catalogue holds the rules, and C8.2's bound also flags the differences table's rows."""
+    entries = [
+        checking.catalogue_check(claim, part)
+        for claim, part in (
+            ("C8.1", "ranking-margin"),
+            ("C8.2", "largest-difference"),
+            ("C8.3", "authors-evaluation"),
+        )
+    ]
+    assert [(e["rule"], e["bound"], e.get("finding")) for e in entries] == [
+        ("greater", 0.0, None),
+        ("less", 3.0, None),
+        ("less", 0.1, None),
+    ]
+    assert checking.verdict("C8.2", 1.6, part="largest-difference")[0]
+    assert not checking.verdict("C8.2", 3.5, part="largest-difference")[0]
+    assert not checking.verdict("C8.3", 0.1, part="authors-evaluation")[0]  # strictly below
+    z_table, z = benchmark_report.differences_table(_summary(), entries[1]["bound"])
+    assert z_table.count("flagged") == sum(abs(v) > 3.0 for v in z.values())
+    catalogue_rules({"C8.2": [{"part": "largest-difference", "rule": "less", "bound": 1.0}]})
+    assert not checking.verdict("C8.2", 1.6, part="largest-difference")[0]

@@ -9,6 +9,7 @@ import matplotlib
 import numpy as np
 import pytest
 
+from bnn_posteriors.claims import checking
 from bnn_posteriors.claims.checking import Evidence
 from bnn_posteriors.data import loaders
 from bnn_posteriors.studies.ch09_ggn_null_space import figures, study
@@ -31,16 +32,14 @@ CFG = types.SimpleNamespace(
     ap_batch_size=5,
     ap_sweeps=4,
     ap_vectors=2,
-    ap_tolerance=0.5,
-    residual_tolerance=1e-6,
     kernel_rtol=1e-6,
-    sd_ratio=10.0,
-    underfit_ratio=1.0,
     slq_matvecs=10,
     slq_probes=20,
-    slq_tolerance=0.2,
-    alpha_tolerance=0.5,
 )
+
+
+def _passes(ev: Evidence) -> bool:
+    return checking.verdict(ev.claim, ev.value, part=ev.part, bound=ev.bound, labels=ev.labels)[0]
 
 
 def _toy_data(n=20, seed=0):
@@ -98,6 +97,7 @@ def test_rank_study_and_evidence(toy):
     assert np.any(result["rank_hessian"] > result["NO"])  # the broken input
     ev = study.rank_evidence(result)
     assert isinstance(ev, Evidence) and all(ev.value) and "rank GGN" in ev.table
+    assert _passes(ev)
 
 
 def test_rank_evidence_fails_on_a_rank_above_no():
@@ -110,7 +110,8 @@ def test_rank_evidence_fails_on_a_rank_above_no():
         "dim_ker": np.array([7]),
         "rank_hessian": np.array([5]),
     }
-    assert not all(study.rank_evidence(broken).value)
+    ev = study.rank_evidence(broken)
+    assert not all(ev.value) and ev.part == "rank-bound" and not _passes(ev)
 
 
 @pytest.mark.slow
@@ -124,6 +125,13 @@ def test_underfitting_evidence(toy):
     assert set(change) == {"full", "kernel", "image"} and all(v >= 0 for v in change.values())
     ev = study.underfitting_evidence([toy], jax.random.PRNGKey(4), CFG)
     assert [e.claim for e in ev] == ["C9.2"] * 3 and ev[0].gate is not None
+    assert [e.part for e in ev] == ["underfit", "linearised-nll", "kernel-split"]
+    assert [checking.catalogue_check("C9.2", e.part)["rule"] for e in ev] == [
+        "greater",
+        "less",
+        "greater",
+    ]
+    assert ev[0].glue["ch9_underfit_ratio"] == checking.catalogue_check("C9.2", "underfit")["bound"]
 
 
 @pytest.mark.slow
@@ -134,13 +142,25 @@ def test_projected_study_and_evidence(toy):
     assert float(result["residual"].max()) < 1e-6
     assert float(result["sd_train"].max()) < 1e-2 * float(result["grid_sd"].max())
     ev = study.projected_evidence(toy, result, grid, CFG)
-    assert [e.rule for e in ev] == ["less", "less", "less", "greater"]
+    assert [e.part for e in ev] == [
+        "residual",
+        "alternating-projections",
+        "alternating-projections-error",
+        "sd-growth",
+    ]
+    entries = [checking.catalogue_check("C9.3", e.part) for e in ev]
+    assert [e["rule"] for e in entries] == ["less", "less", "less", "greater"]
+    assert [e.get("finding") for e in entries] == [None, *[e.part for e in ev[1:3]], None]
     errors = result["errors"]
     assert ev[1].value == pytest.approx(float(errors[-1] / errors[0]))
     converging = study.projected_evidence(
         toy, {**result, "errors": np.geomspace(0.1, 1e-4, CFG.ap_sweeps)}, grid, CFG
     )
-    assert converging[1].value < converging[1].expect  # sweeps that converge reproduce it
+    assert _passes(converging[1])  # sweeps that converge reproduce it
+    stalling = study.projected_evidence(
+        toy, {**result, "errors": np.full(CFG.ap_sweeps, 0.05)}, grid, CFG
+    )
+    assert not _passes(stalling[1])  # sweeps that do not improve do not
 
 
 @pytest.mark.slow
@@ -151,6 +171,8 @@ def test_lanczos_study_and_evidence(toy):
     assert abs(result["slq_grad"] - result["finite_diff"]) < 1e-4 * abs(result["finite_diff"])
     ev = study.lanczos_evidence(result, CFG)
     assert [e.claim for e in ev] == ["C9.6"] * 3
+    assert [e.part for e in ev] == ["slq", "adjoint", "evidence-delta"]
+    assert ev[0].glue["ch9_slq_tol"] == checking.catalogue_check("C9.6", "slq")["tol"]
 
 
 @pytest.mark.slow

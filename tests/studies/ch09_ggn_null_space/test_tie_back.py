@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bnn_posteriors.claims import rules
+from bnn_posteriors.claims import checking
 from bnn_posteriors.data import loaders
 from bnn_posteriors.inference import ggn_null_space as ns
 from bnn_posteriors.studies.ch06_metricbnn import experiments as ch6
@@ -139,7 +139,8 @@ def test_tie_back_study_and_evidence(fake_uci):
     for sampler in tie_back.SAMPLERS:
         assert 0 <= r["split"][sampler]["kernel_fraction"] <= 1
     ev = tie_back.tie_back_evidence(result)
-    assert ev.claim == "C9.2" and ev.finding == "metricbnn-tie-back"
+    assert ev.claim == "C9.2" and ev.part == "metricbnn-tie-back"
+    assert checking.catalogue_check(ev.claim, ev.part)["finding"] == "metricbnn-tie-back"
     assert "kernel fraction" in ev.table and "ch9_tb_ratio_glass" in ev.glue
 
 
@@ -161,11 +162,27 @@ def _summary(la_change, mb_change):
     }
 
 
+def _passes(ev) -> bool:
+    return checking.verdict(ev.claim, ev.value, part=ev.part, bound=ev.bound, labels=ev.labels)[0]
+
+
 def test_tie_back_evidence_can_fail():
     ok = tie_back.tie_back_evidence(_summary(30.0, 0.8))
-    assert rules.evaluate(ok.rule, ok.value, ok.expect, ok.tol, ok.rtol)[0]
+    assert _passes(ok)
+    bound = checking.catalogue_check("C9.2", "metricbnn-tie-back")["bound"]
+    assert ok.glue["ch9_tb_expect"] == bound and f"below {bound} on every set" in ok.note
     broken = tie_back.tie_back_evidence(_summary(30.0, 30.0))  # MetricBNN moves as much as LA
-    assert not rules.evaluate(broken.rule, broken.value, broken.expect, broken.tol, broken.rtol)[0]
+    assert not _passes(broken)
+
+
+def test_the_catalogues_bound_decides_the_tie_back(catalogue_rules):
+    """The same evidence (a ratio of 0.8/30 ≈ 0.027) reproduces under the catalogue's bound
+    and not under a stricter one: the check reads its bound from the catalogue."""
+    ev = tie_back.tie_back_evidence(_summary(30.0, 0.8))
+    assert _passes(ev)
+    strict = {"part": "metricbnn-tie-back", "rule": "less", "bound": 0.01}
+    catalogue_rules({"C9.2": [{**strict, "finding": "metricbnn-tie-back"}]})
+    assert not _passes(ev)
 
 
 def test_tie_back_study_rejects_bad_input():

@@ -10,7 +10,7 @@ import matplotlib
 import numpy as np
 import pytest
 
-from bnn_posteriors.claims import rules
+from bnn_posteriors.claims import checking
 from bnn_posteriors.studies.ch09_ggn_null_space import figures, study
 from bnn_posteriors.studies.ch09_ggn_null_space import viking as vs
 
@@ -23,11 +23,9 @@ CFG = types.SimpleNamespace(
     map_learning_rate=1e-2,
     map_steps=300,
     pred_samples=20,
-    residual_tolerance=1e-6,
     kernel_rtol=1e-6,
     vk_kl_points=3,
     vk_kl_scales=((1.0, 1.0, 0.1), (0.3, 2.0, 0.05)),
-    vk_kl_tolerance=1e-8,
     vk_steps=100,
     vk_learning_rate=1e-2,
     vk_mc_samples=4,
@@ -36,7 +34,6 @@ CFG = types.SimpleNamespace(
     vk_mbnn_steps=5,
     vk_mbnn_drift=1e-3,
     vk_mbnn_ae_updates=5,
-    vk_nll_margin=0.1,
     vk_class_kl_weight=0.1,
     mnist_hidden=(16, 16),
     mnist_n_train=100,
@@ -45,7 +42,7 @@ CFG = types.SimpleNamespace(
 
 
 def _passes(ev) -> bool:
-    return bool(rules.evaluate(ev.rule, ev.value, ev.expect, ev.tol, ev.rtol)[0])
+    return checking.verdict(ev.claim, ev.value, part=ev.part, bound=ev.bound, labels=ev.labels)[0]
 
 
 @pytest.fixture(scope="module")
@@ -67,20 +64,24 @@ def test_dense_kl_is_zero_at_the_prior_and_checks_its_input():
 def test_kl_study_and_evidence(toy):
     result = vs.kl_study(jax.random.PRNGKey(0), CFG)
     assert result["R"] == result["P"] - 6  # N·O = 6 < P = 22
-    assert _passes(vs.kl_evidence(result, CFG))
+    ev = vs.kl_evidence(result)
+    assert _passes(ev) and ev.part == "closed-form-kl"
+    assert checking.catalogue_check("C9.5", ev.part)["finding"] == "closed-form-kl"
     broken = {**result, "closed": result["closed"] * 1.01}  # a KL off by 1 %
-    assert not _passes(vs.kl_evidence(broken, CFG))
+    assert not _passes(vs.kl_evidence(broken))
 
 
 def test_orthogonality_study_and_evidence(toy):
     f, post = toy
     result = vs.orthogonality_study(f, post, jax.random.PRNGKey(2), 10)
     assert all(v.shape == (10,) for v in result.values())
-    assert _passes(vs.orthogonality_evidence(result, CFG))
+    ev = vs.orthogonality_evidence(result)
+    assert _passes(ev) and ev.part == "orthogonal-subspaces"
+    assert checking.catalogue_check("C9.5", ev.part)["finding"] == "orthogonal-subspaces"
     # the broken input: the identity as "kernel projector" puts image directions in the kernel
     broken = dataclasses.replace(post, projector=np.eye(f.theta.size))
     bad = vs.orthogonality_study(f, broken, jax.random.PRNGKey(2), 10)
-    assert not _passes(vs.orthogonality_evidence(bad, CFG))
+    assert not _passes(vs.orthogonality_evidence(bad))
 
 
 @pytest.mark.slow

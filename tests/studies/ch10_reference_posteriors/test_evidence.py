@@ -102,29 +102,50 @@ def test_closer_decides_on_the_mixed_problems_only(record_only):
     )
 
 
-def test_closer_with_a_bound_and_several_others(record_only):
+def test_closer_with_a_bound_and_several_others(record_only, catalogue_rules):
     rows = _rows({"p": 1.1})  # A 10 % farther than B: competitive within 1.25, not closer
     kw = dict(says_what="A is competitive with B")
+    assert claims.catalogue_check("C10.5", "competitive")["bound"] == 1.25
+    competitive = evidence.closer("C10.5", rows, "A", ["B"], ["p"], ["p"], part="competitive", **kw)
+    assert _status(competitive) == claims.REPRODUCED and "the bound 1.25" in competitive.table
     assert (
-        _status(evidence.closer("C10.5", rows, "A", ["B"], ["p"], ["p"], bound=1.25, **kw))
-        == claims.REPRODUCED
-    )
-    assert (
-        _status(
-            evidence.closer("C10.5", _rows({"p": 1.6}), "A", ["B"], ["p"], ["p"], bound=1.25, **kw)
-        )
+        _status(evidence.closer("C10.5", _rows({"p": 1.6}), "A", ["B"], ["p"], ["p"], **kw))
         == claims.NOT_REPRODUCED
     )
     # against several methods: one that is closer than A fails the claim
     more = rows + [_row("p", "C", s, 0.1) for s in SEEDS]
-    c1 = evidence.closer("C10.1", more, "A", ["B", "C"], ["p"], ["p"], bound=1.25, **kw)
-    assert _status(c1) == claims.NOT_REPRODUCED and "p vs C" in c1.note
+    c5 = evidence.closer("C10.5", more, "A", ["B", "C"], ["p"], ["p"], **kw)
+    assert _status(c5) == claims.NOT_REPRODUCED and "p vs C" in c5.note
     with pytest.raises(ValueError, match="at least one method"):
-        evidence.closer("C10.1", rows, "A", [], ["p"], ["p"], **kw)
+        evidence.closer("C10.1", rows, "A", [], ["p"], ["p"], part="closer", **kw)
     with pytest.raises(ValueError, match="not among the problems"):
-        evidence.closer("C10.1", rows, "A", ["B"], ["p"], ["q"], **kw)
+        evidence.closer("C10.1", rows, "A", ["B"], ["p"], ["q"], part="closer", **kw)
+    with pytest.raises(ValueError, match="name one: part="):  # C10.1 has two checks
+        evidence.closer("C10.1", rows, "A", ["B"], ["p"], ["p"], **kw)
+    catalogue_rules({"C10.5": [{"part": "competitive", "rule": "less", "bound": 0.0}]})
     with pytest.raises(ValueError, match="positive ratio"):
-        evidence.closer("C10.1", rows, "A", ["B"], ["p"], ["p"], bound=0.0, **kw)
+        evidence.closer("C10.5", rows, "A", ["B"], ["p"], ["p"], **kw)
+    catalogue_rules({"C10.5": [{"part": "competitive", "rule": "greater", "bound": 1.25}]})
+    with pytest.raises(ValueError, match="must be the rule 'less' with a fixed bound"):
+        evidence.closer("C10.5", rows, "A", ["B"], ["p"], ["p"], **kw)
+
+
+def test_the_catalogues_bound_decides_the_same_evidence(record_only, catalogue_rules):
+    """C10.5's evidence for a ratio of about 1.1 reproduces under the catalogue's bound 1.25
+    and not under the bound 1: the check reads its bound from the catalogue."""
+    item = evidence.closer(
+        "C10.5", _rows({"p": 1.1}), "A", ["B"], ["p"], ["p"], says_what="A is competitive"
+    )
+    assert item.part is None and item.bound is None  # C10.5 has one check, a fixed bound
+
+    def passes() -> bool:
+        return claims.verdict(
+            item.claim, item.value, part=item.part, bound=item.bound, labels=item.labels
+        )[0]
+
+    assert passes()
+    catalogue_rules({"C10.5": [{"part": "competitive", "rule": "less", "bound": 1.0}]})
+    assert not passes()
 
 
 def _tiny(n: int, widths: tuple) -> problems.Problem:
@@ -144,25 +165,22 @@ def test_constraints_and_the_collapse_onto_the_map(record_only, monkeypatch):
         for m in ("NS", "MAP")
         for s in SEEDS
     ]
-    item = evidence.collapses(
-        "C10.3", "collapses-to-map", same, "NS", "MAP", ["wide", "narrow"], rtol=0.05
-    )
+    item = evidence.collapses("C10.3", "collapses-to-map", same, "NS", "MAP", ["wide", "narrow"])
     assert _status(item) == claims.REPRODUCED and "narrow" in item.says and "wide" not in item.says
+    assert item.part == "collapses-to-map" and "ch10_collapses_to_map_max" in item.glue
+    entry = claims.catalogue_check("C10.3", item.part)
+    assert (entry["rule"], entry["bound"], entry["finding"]) == ("less", 0.05, "collapses-to-map")
     # broken: the null-space LA differs from the MAP where N·O ≥ P
     moved = [dict(r, w2=r["w2"] * 1.5) if r["settings"]["method"] == "NS" else r for r in same]
     assert (
         _status(
-            evidence.collapses(
-                "C10.3", "collapses-to-map", moved, "NS", "MAP", ["wide", "narrow"], rtol=0.05
-            )
+            evidence.collapses("C10.3", "collapses-to-map", moved, "NS", "MAP", ["wide", "narrow"])
         )
         == claims.NOT_REPRODUCED
     )
     # only wide problems: nothing to decide
     assert (
-        _status(
-            evidence.collapses("C10.3", "collapses-to-map", same, "NS", "MAP", ["wide"], rtol=0.05)
-        )
+        _status(evidence.collapses("C10.3", "collapses-to-map", same, "NS", "MAP", ["wide"]))
         == claims.INCONCLUSIVE
     )
 
@@ -181,11 +199,20 @@ def test_mixed_reads_the_reference_record(tmp_path):
 
 def test_closer_waits_for_parts_still_to_run(record_only):
     rows = _rows({"p": 0.3}) + [_row("q", "B", s, 0.5) for s in SEEDS]  # A not scored on q
-    item = evidence.closer("C10.1", rows, "A", ["B"], ["p", "q"], ["p", "q"], says_what="A")
+    item = evidence.closer(
+        "C10.1", rows, "A", ["B"], ["p", "q"], ["p", "q"], part="closer", says_what="A"
+    )
     assert _status(item) == claims.INCONCLUSIVE and "still to run" in item.gate.why
     na = [
         {"applies": False, "reason": "n/a", "settings": {"problem": "q", "method": "A", "seed": 0}}
     ]
     assert not evidence.applies(na, "q", "A") and evidence.applies(na, "p", "A")
-    item = evidence.closer("C10.1", rows + na, "A", ["B"], ["p", "q"], ["p", "q"], says_what="A")
+    item = evidence.closer(
+        "C10.1", rows + na, "A", ["B"], ["p", "q"], ["p", "q"], part="closer", says_what="A"
+    )
     assert _status(item) == claims.REPRODUCED  # A does not apply on q: decided on p
+    nuts = evidence.closer(
+        "C10.1", rows + na, "A", ["B"], ["p", "q"], ["p", "q"], part="nuts-same-cost", says_what="A"
+    )
+    record = claims.show_and_check(nuts)[0]
+    assert (record["part"], record["finding"]) == ("nuts-same-cost", "nuts-same-cost")

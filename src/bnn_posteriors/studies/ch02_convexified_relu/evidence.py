@@ -1,21 +1,28 @@
 """The evidence of chapter 02's claims C2.1–C2.5: one :class:`Evidence` per check.
 
 Each function takes what the chapter computed and the chapter's settings ``cfg``
-(:func:`bnn_posteriors.site.profiles.settings`) and returns the value, rule, expectation,
+(:func:`bnn_posteriors.site.profiles.settings`) and returns the value, the check's ``part``,
 note, the values the prose cites and a table of the numbers behind the value, for
-:func:`bnn_posteriors.claims.checking.show_and_check`. A dip result is the triple
-``(pass rate, p-values, median within-chain ESS)`` of :func:`chain_marginals.dip_pass_rate`.
+:func:`bnn_posteriors.claims.checking.show_and_check`; the rule and its bound are the claims
+catalogue's (``claims/catalogue/02_convexified_relu.toml``), read there by ``part``. A dip
+result is the triple ``(pass rate, p-values, median within-chain ESS)`` of
+:func:`chain_marginals.dip_pass_rate`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from bnn_posteriors.claims.checking import Evidence
+from bnn_posteriors.claims.checking import Evidence, catalogue_check
 from bnn_posteriors.site import tables
 from bnn_posteriors.studies.ch02_convexified_relu import chain_marginals
 
 interval = chain_marginals.format_interval
+
+
+def _bar(claim: str) -> float:
+    """The pass-rate bar of a dip-test check (C2.2, C2.4, C2.5): the catalogue's bound."""
+    return float(catalogue_check(claim, "pass-rate")["bound"])
 
 
 def _widths(cfg) -> tuple[int, int]:
@@ -30,7 +37,7 @@ def c2_1(pooled: dict, cfg) -> tuple[Evidence, Evidence]:
 
     ``pooled``: :func:`bnn_posteriors.theory.convexified_relu.lemma_summary` (``gap``,
     ``rel_identity``, ``rel_balanced``, ``max_change``). Two checks: the identity, then the
-    rebalanced gap and the change of the outputs, each below 1e-9.
+    rebalanced gap and the change of the outputs, each below the catalogue's bound (1e-9).
     """
     gap = np.asarray(pooled["gap"])
     if gap.size == 0:
@@ -55,8 +62,7 @@ def c2_1(pooled: dict, cfg) -> tuple[Evidence, Evidence]:
     identity = Evidence(
         "C2.1",
         rel_identity,
-        rule="less",
-        expect=1e-9,
+        part="identity",
         note=f"max |f - g - imbalance| / max(1, |f|) over {gap.size} draws (min f - g = "
         f"{gap.min():.3g}), widths {cfg.lemma_widths}, data sets {cfg.lemma_datasets}",
         glue={"lemma_draws": gap.size, "lemma_min_gap": float(gap.min())},
@@ -65,8 +71,7 @@ def c2_1(pooled: dict, cfg) -> tuple[Evidence, Evidence]:
     balanced = Evidence(
         "C2.1",
         [rel_balanced, max_change],
-        rule="less",
-        expect=1e-9,
+        part="rebalanced",
         labels=["relative |f − g| after rebalancing", "largest change of the outputs"],
         note="rebalanced: relative |f - g| and largest change of the network outputs",
     )
@@ -81,6 +86,7 @@ def c2_2(dips: dict, cfg) -> Evidence:
     small, large = _widths(cfg)
     widths = cfg.widths_hidden
     rates = [dips[w][0] for w in widths]
+    bar = _bar("C2.2")
     gate = chain_marginals.mixing_gate(
         {f"u at H = {w}": dips[w][2] for w in widths}, cfg.min_ess, cfg.num_samples
     )
@@ -90,7 +96,7 @@ def c2_2(dips: dict, cfg) -> Evidence:
         "ess_u_small": dips[small][2],
         "ess_u_large": dips[large][2],
         "dip_alpha_pct": 100 * cfg.dip_alpha,
-        "dip_pass_pct": 100 * cfg.dip_pass_rate,
+        "dip_pass_pct": 100 * bar,
         "min_ess": cfg.min_ess,
         "num_samples": cfg.num_samples,
     }
@@ -101,8 +107,7 @@ def c2_2(dips: dict, cfg) -> Evidence:
     return Evidence(
         "C2.2",
         rates,
-        rule="greater",
-        expect=cfg.dip_pass_rate,
+        part="pass-rate",
         labels=[f"H = {w}" for w in widths],
         gate=gate,
         note=f"fraction of (chain, component) pairs of {cfg.n_components} random components of u "
@@ -110,7 +115,7 @@ def c2_2(dips: dict, cfg) -> Evidence:
         f"{cfg.num_chains} chains x {cfg.num_samples} draws; gate: {gate.why}",
         says=f"the dip test does not reject unimodality at {cfg.dip_alpha:.0%} for "
         + " and ".join(f"{r:.0%} (H = {w})" for r, w in zip(rates, widths, strict=True))
-        + f" of the (chain, component) pairs of u; the claim's bar is {cfg.dip_pass_rate:.0%}",
+        + f" of the (chain, component) pairs of u; the claim's bar is {bar:.0%}",
         glue=glue,
         table=tables.markdown_table(header, rows, align="rrrr"),
     )
@@ -172,8 +177,7 @@ def c2_3(per_width: dict, shrink: dict, ess_all: dict, cfg) -> Evidence:
     return Evidence(
         "C2.3",
         [shrink["size"][1], shrink["spread"][1]],
-        rule="greater",
-        expect=1.0,
+        part="ratios",
         labels=["lower end of ρ_A", "lower end of ρ_B"],
         gate=gate,
         note=f"[lower ends of the {cfg.boot_level:.0%} bootstrap intervals over chains of rho_A = "
@@ -200,6 +204,7 @@ def c2_4(dip: tuple, pair, cfg) -> Evidence:
     the larger width, ESS-gated. ``dip``: :func:`posterior_runs.pair_dip`; ``pair``: the
     two flat component indices."""
     large = _widths(cfg)[1]
+    bar = _bar("C2.4")
     gate = chain_marginals.mixing_gate(
         {f"projections of a u pair at H = {large}": dip[2]}, cfg.min_ess, cfg.num_samples
     )
@@ -214,15 +219,14 @@ def c2_4(dip: tuple, pair, cfg) -> Evidence:
     return Evidence(
         "C2.4",
         dip[0],
-        rule="greater",
-        expect=cfg.dip_pass_rate,
+        part="pass-rate",
         gate=gate,
         note=f"fraction of (chain, direction) pairs of {cfg.n_directions} random projections of "
         f"two u components at H = {large} whose dip-test p-value exceeds {cfg.dip_alpha}; "
         f"{cfg.num_chains} chains x {cfg.num_samples} draws; gate: {gate.why}",
         says=f"the dip test does not reject unimodality at {cfg.dip_alpha:.0%} for "
         f"{dip[0]:.0%} of the (chain, direction) projections of a pair of u "
-        f"components at H = {large}; the claim's bar is {cfg.dip_pass_rate:.0%}",
+        f"components at H = {large}; the claim's bar is {bar:.0%}",
         table=tables.markdown_table(header, [row], align="rlrrr"),
     )
 
@@ -236,6 +240,7 @@ def c2_5(dips: dict, cfg) -> Evidence:
     missing = [p for p in parts if p not in dips]
     if missing:
         raise ValueError(f"dips lacks the dip results of {missing}")
+    bar = _bar("C2.5")
     gate = chain_marginals.mixing_gate(
         {f"{k} at H = {w}": dips[w, k][2] for w, k in parts}, cfg.min_ess, cfg.num_samples
     )
@@ -243,8 +248,7 @@ def c2_5(dips: dict, cfg) -> Evidence:
     return Evidence(
         "C2.5",
         [dips[w, k][0] for w, k in parts],
-        rule="greater",
-        expect=cfg.dip_pass_rate,
+        part="pass-rate",
         labels=[f"{k} at H = {w}" for w, k in parts],
         gate=gate,
         note=f"fraction of (chain, entry) pairs of up to {cfg.n_components} random entries whose "
@@ -252,7 +256,7 @@ def c2_5(dips: dict, cfg) -> Evidence:
         f"{cfg.num_samples} draws; gate: {gate.why}",
         says=f"the dip test does not reject unimodality at {cfg.dip_alpha:.0%} for "
         + ", ".join(f"{dips[w, k][0]:.0%} ({k}, H = {w})" for w, k in parts)
-        + f" of the (chain, entry) pairs; the claim's bar is {cfg.dip_pass_rate:.0%}",
+        + f" of the (chain, entry) pairs; the claim's bar is {bar:.0%}",
         table=tables.markdown_table(
             ["H", "weights", "dip test passes", "median within-chain ESS"], rows, align="rlrr"
         ),
@@ -285,7 +289,7 @@ def notes_glue(cfg, full_cfg, quick_cfg, *, n_rows: int, train_rows: dict, recor
     n_widths = len(cfg.widths_hidden)
     if "C2.2" in latest:  # pass rates and ESS per width, whichever layout the record has
         rates, ess = chain_marginals.committed_values(
-            latest["C2.2"], n_widths, cfg.min_ess, bar=cfg.dip_pass_rate
+            latest["C2.2"], n_widths, cfg.min_ess, bar=_bar("C2.2")
         )
     else:
         rates, ess = [np.nan] * n_widths, [np.nan] * n_widths

@@ -1,11 +1,14 @@
 """What chapter 4 shows and checks: one :class:`Evidence` per check of C4.1-C4.5.
 
 Each ``cNN_evidence`` function reads the fits of :mod:`.regression` (or the MNIST comparison
-of :mod:`.mnist`) and returns the value, rule and expectation of the check, its note and
-finding in words, the values the chapter's prose glues and a Markdown table of the numbers
-behind the value. The ``*_overview`` functions do the same for the cells that show numbers
-without checking them (an :class:`Overview`). ``fits`` is ``{(name, r): fit}`` of
-:func:`.regression.fit_over_widths`; its data sets, splits and widths are read from it.
+of :mod:`.mnist`) and returns the measured value of the check and the part of the claim's
+catalogue entry it is checked as (the rule and its bound are the catalogue's,
+``claims/catalogue/04_elbo_tempering.toml``; where a computation or the prose needs a bound it
+reads it there), its note and finding in words, the values the chapter's prose glues and a
+Markdown table of the numbers behind the value. The ``*_overview`` functions do the same for
+the cells that show numbers without checking them (an :class:`Overview`). ``fits`` is
+``{(name, r): fit}`` of :func:`.regression.fit_over_widths`; its data sets, splits and widths
+are read from it.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from bnn_posteriors.claims.checking import Evidence, Gate
+from bnn_posteriors.claims.checking import Evidence, Gate, catalogue_check
 from bnn_posteriors.site.tables import glue_values, markdown_table, number_list
 from bnn_posteriors.studies.ch04_elbo_tempering import regression
 from bnn_posteriors.studies.ch04_elbo_tempering.regression import columns, loglog_slope
@@ -148,23 +151,31 @@ def mc_overview(mc: Mapping, exact: Mapping, *, num_particles: int) -> Overview:
 # --------------------------------------------------------------------------- C4.1
 
 
-def c41_evidence(fits: Mapping, *, fraction: float = 0.1, rmse_tol: float = 0.05):
+def c41_evidence(fits: Mapping):
     """C4.1, KL(q*_N‖P0) → 0 read as a limit on the untempered fits, and ``monotone-kl``.
 
-    First check: per set, the values of :func:`.regression.limit_values` (the KL ratios of
-    the last two width steps, KL(largest N) / max KL, the relative RMSE gap to the prior
-    mean), each below its bound. Second: the KL ratio of every width step below 1.
+    First check (catalogue part ``limit``): per set, the values of
+    :func:`.regression.limit_values` (the KL ratios of the last two width steps, KL(largest N)
+    / max KL, the relative RMSE gap to the prior mean), each below its bound in the catalogue,
+    four per set (the prose glues the fraction of the peak and the RMSE tolerance of the
+    first set as percentages). Second (``monotone-kl``): the KL ratio of every width step,
+    against the catalogue's bound.
     """
     sets, ns, reps = names(fits), widths(fits), repeats(fits)
-    value_, bound_, steps_, kl_by_set, by_set, glue, rows = [], [], [], {}, {}, {}, []
+    limit_bound = list(catalogue_check("C4.1", "limit")["bound"])
+    per_set = [1.0, 1.0, *limit_bound[2:4]]
+    if len(limit_bound) != 4 * len(sets) or limit_bound != per_set * len(sets):
+        raise ValueError(
+            f"the catalogue's C4.1 check 'limit' has bounds {limit_bound}; the chapter reads "
+            f"them as 1, 1, fraction, RMSE tolerance for each of the {len(sets)} sets"
+        )
+    fraction, rmse_tol = limit_bound[2], limit_bound[3]
+    value_, steps_, kl_by_set, by_set, glue, rows = [], [], {}, {}, {}, []
     for name in sets:
         c41 = by_set[name] = regression.collapse_summary(fits, name)
         kl = kl_by_set[name] = c41["kl"]
-        value, bound = regression.limit_values(
-            kl, c41["rel_gap"], tail=2, fraction=fraction, rmse_tol=rmse_tol
-        )
+        value = regression.limit_values(kl, c41["rel_gap"], tail=2)
         value_ += list(value)
-        bound_ += list(bound)
         steps_ += list(c41["steps"])
         tag = _tag(name)
         glue.update(
@@ -190,7 +201,7 @@ def c41_evidence(fits: Mapping, *, fraction: float = 0.1, rmse_tol: float = 0.05
                 f"{c41['rel_gap']:.4f}",
             )
         )
-    c41_value, c41_bound = np.array(value_), np.array(bound_)
+    c41_value = np.array(value_)
     syn_c, con_c = (by_set[name] for name in sets)
     con_monotone = bool(np.all(con_c["steps"] < 1))
     glue.update(
@@ -217,8 +228,7 @@ def c41_evidence(fits: Mapping, *, fraction: float = 0.1, rmse_tol: float = 0.05
     limit = Evidence(
         "C4.1",
         c41_value,
-        rule="less",
-        expect=c41_bound,
+        part="limit",
         labels=[
             f"{name}: {what}"
             for name in sets
@@ -246,9 +256,7 @@ def c41_evidence(fits: Mapping, *, fraction: float = 0.1, rmse_tol: float = 0.05
     monotone = Evidence(
         "C4.1",
         np.array(steps_),
-        rule="less",
-        expect=1.0,
-        finding="monotone-kl",
+        part="monotone-kl",
         labels=[
             f"{name}: N = {a} → {b}" for name in sets for a, b in zip(ns, ns[1:], strict=False)
         ],
@@ -315,18 +323,29 @@ def fixed_nu_overview(
 
 
 def c42_evidence(
-    fits: Mapping, by_p: Mapping, ps, *, p_width: int, n_max: int, tol: float = 0.1
+    fits: Mapping, by_p: Mapping, ps, *, p_width: int, n_max: int
 ) -> tuple[Evidence, Evidence]:
     """C4.2, each O(·) of the slides as an upper bound on the tail, and ``data-term-linear``.
 
-    First check: per set and term (KL over N, D over N, D over p), the upper end of the 95 %
-    interval over the splits of the tail slope (:func:`.regression.upper_bound_reading`),
-    against 1 + ``tol``, ``tol``, 1 + ``tol``; gated on the readings deciding. Second:
-    |slope of D over the whole range of p − 1| below ``tol``.
+    First check (catalogue part ``tail``): per set and term (KL over N, D over N, D over p),
+    the upper end of the 95 % interval over the splits of the tail slope
+    (:func:`.regression.upper_bound_reading`, which reads it against the same bounds),
+    against the catalogue's bounds 1 + tol, tol, 1 + tol per set (tol is glued as
+    ``c42_tol``); gated on the readings deciding. Second (``data-term-linear``): |slope of D
+    over the whole range of p − 1|, against the catalogue's bound.
     """
     sets, ns, reps, p = names(fits), widths(fits), repeats(fits), regression.common_p(fits)
     widths_ = np.array(ns)
-    bounds = {"KL over N": 1 + tol, "D over N": tol, "D over p": 1 + tol}
+    terms = ("KL over N", "D over N", "D over p")
+    tail_bound = catalogue_check("C4.2", "tail")["bound"]
+    tol = tail_bound[1] if len(tail_bound) == len(terms) * len(sets) else None
+    if tol is None or list(tail_bound) != [1 + tol, tol, 1 + tol] * len(sets):
+        raise ValueError(
+            f"the catalogue's C4.2 check 'tail' has bounds {tail_bound}; the chapter reads them "
+            f"as 1 + tol, tol, 1 + tol for each of the {len(sets)} sets"
+        )
+    bounds = dict(zip(terms, tail_bound[: len(terms)], strict=True))
+    linear_tol = catalogue_check("C4.2", "data-term-linear")["bound"]
     c42_terms, c42_slopes, c42_read, rows = {}, {}, {}, []
     glue = dict(
         p_width=p_width,
@@ -424,8 +443,7 @@ def c42_evidence(
     bound_check = Evidence(
         "C4.2",
         np.array([r["high"] for _, _, r in c42_all]),
-        rule="less",
-        expect=np.array([r["bound"] for _, _, r in c42_all]),
+        part="tail",
         labels=[f"{name}, {k}" for name, k, _ in c42_all],
         gate=Gate(passed=regression.decided(r for _, _, r in c42_all), why=why, decide=decide),
         note=f"fitted q* with eta_N = tau p/N; per set (synthetic, then concrete) and term (KL "
@@ -467,9 +485,7 @@ def c42_evidence(
     linear = Evidence(
         "C4.2",
         np.array([abs(c42_slopes[name]["D over p"] - 1) for name in sets]),
-        rule="less",
-        expect=tol,
-        finding="data-term-linear",
+        part="data-term-linear",
         labels=list(sets),
         note=f"|log-log slope of D over p {ps.tolist()} - 1| (mean over {reps} splits, "
         "whole range), synthetic then concrete: "
@@ -480,7 +496,7 @@ def c42_evidence(
             f"with slope {c42_slopes[n]['D over p']:.2f} on {n} ("
             + (
                 "linearly"
-                if abs(c42_slopes[n]["D over p"] - 1) < tol
+                if abs(c42_slopes[n]["D over p"] - 1) < linear_tol
                 else "faster than linearly"
                 if c42_slopes[n]["D over p"] > 1
                 else "slower than linearly"
@@ -497,11 +513,12 @@ def c42_evidence(
 # --------------------------------------------------------------------------- C4.3
 
 
-def c43_evidence(fits: Mapping, *, gain: float = 0.3, tau: float) -> tuple[Evidence, ...]:
+def c43_evidence(fits: Mapping, *, tau: float) -> tuple[Evidence, ...]:
     """C4.3, balanced tempering: per set, the mean RMSE gain over η = 1 at the largest N
-    (> ``gain``) and the mean relative change of the tempered RMSE between the two largest N
-    (< 0.1), in that order."""
+    (catalogue part ``gain``, its bound glued as ``c43_gain_pct``) and the mean relative
+    change of the tempered RMSE between the two largest N (``settles``), in that order."""
     reps, ns, out, rows = repeats(fits), widths(fits), [], []
+    gain = catalogue_check("C4.3", "gain")["bound"]
     glue = dict(c43_gain_pct=100 * gain, tau=tau)
     for name in names(fits):
         c43 = regression.balance_summary(fits, name)
@@ -533,8 +550,7 @@ def c43_evidence(fits: Mapping, *, gain: float = 0.3, tau: float) -> tuple[Evide
             Evidence(
                 "C4.3",
                 mean_gain,
-                rule="greater",
-                expect=gain,
+                part="gain",
                 note=f"{name}: 1 - RMSE(eta_N) / RMSE(eta = 1) at the largest N, "
                 f"mean over {reps} splits (held-out rows)",
             )
@@ -543,8 +559,7 @@ def c43_evidence(fits: Mapping, *, gain: float = 0.3, tau: float) -> tuple[Evide
             Evidence(
                 "C4.3",
                 change,
-                rule="less",
-                expect=0.1,
+                part="settles",
                 note=f"{name}: relative change of the tempered test RMSE between "
                 f"the two largest N, mean over {reps} splits",
             )
@@ -620,7 +635,8 @@ def c44_evidence(
     cmp: Mapping, sweep: Sequence[Mapping], eta_bal: float, *, num_folds: int, n_pooled: int
 ) -> Evidence:
     """C4.4: accuracy(η_N) − accuracy(1) and NLL(1) − NLL(η_N) on the pooled cross-fitted
-    images (:func:`.mnist.balanced_against_one`), both > 0."""
+    images (:func:`.mnist.balanced_against_one`), checked as the catalogue's part ``pooled``
+    (both above 0)."""
     at = {r["eta"]: r for r in sweep}
     (acc_lo, acc_hi), (nll_lo, nll_hi) = cmp["ci_acc"], cmp["ci_nll"]
     glue = {
@@ -654,8 +670,7 @@ def c44_evidence(
     return Evidence(
         "C4.4",
         np.array([cmp["d_acc"], cmp["d_nll"]]),
-        rule="greater",
-        expect=0.0,
+        part="pooled",
         labels=["accuracy gain of η_N", "NLL gain of η_N"],
         note=f"MNIST subset, {num_folds}-fold cross-fitting ({n_pooled} test images): "
         f"accuracy(eta_N) - accuracy(1) and NLL(1) - NLL(eta_N); 95% paired bootstrap "
@@ -676,16 +691,18 @@ def c45_evidence(
     family_widths,
     *,
     p_width: int,
-    bound: float = -0.8,
 ) -> tuple[Evidence, Evidence]:
     """C4.5, the gap ELBO − F̃ read on the tail, and ``full-range-slope``.
 
-    First check: per set, the upper end of the 95 % interval over the splits of the gap's
-    slope between the two largest widths, below ``bound``; gated on the readings deciding.
-    Second: the least-squares slope over all widths below ``bound``. ``fam``: the fixed-ν
-    terms of :func:`.regression.fixed_nu_terms` (an illustration, in the note).
+    First check (catalogue part ``tail``): per set, the upper end of the 95 % interval over
+    the splits of the gap's slope between the two largest widths, below the catalogue's
+    bound (which the readings' gate uses too, glued as ``c45_bound``); gated on the readings
+    deciding. Second (``full-range-slope``): the least-squares slope over all widths, against
+    the catalogue's bound. ``fam``: the fixed-ν terms of :func:`.regression.fixed_nu_terms`
+    (an illustration, in the note).
     """
     sets, ns, reps = names(fits), widths(fits), repeats(fits)
+    bound = catalogue_check("C4.5", "tail")["bound"]
     family_widths = np.asarray(family_widths)
     gap_slope = loglog_slope(family_widths, fam["gap"])
     gap_p_slope = loglog_slope(ps, fam["gap_p"])
@@ -765,8 +782,7 @@ def c45_evidence(
     tail = Evidence(
         "C4.5",
         np.array([c45_read[name]["high"] for name in sets]),
-        rule="less",
-        expect=bound,
+        part="tail",
         labels=[f"{name}: upper end of the tail slope's interval" for name in sets],
         gate=Gate(
             passed=regression.decided(c45_read.values()),
@@ -811,9 +827,7 @@ def c45_evidence(
     full_range = Evidence(
         "C4.5",
         np.array([gaps[name]["slope"] for name in sets]),
-        rule="less",
-        expect=bound,
-        finding="full-range-slope",
+        part="full-range-slope",
         labels=list(sets),
         note=f"least-squares log-log slope over all widths {ns} of the mean gap over "
         f"{reps} splits, synthetic then concrete: "

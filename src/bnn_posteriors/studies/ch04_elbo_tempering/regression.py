@@ -352,25 +352,23 @@ def decided(readings) -> bool:
     return all(r["decided"] for r in readings) or any(r["fails"] for r in readings)
 
 
-def limit_values(
-    kl, rel_gap: float, *, tail: int = 2, fraction: float = 0.1, rmse_tol: float = 0.05
-) -> tuple[np.ndarray, np.ndarray]:
-    """The Proposition's KL(q*_N‖P0) → 0 as N → ∞ read as a limit (C4.1): values and bounds.
+def limit_values(kl, rel_gap: float, *, tail: int = 2) -> np.ndarray:
+    """The Proposition's KL(q*_N‖P0) → 0 as N → ∞ read as a limit (C4.1): the values.
 
     ``kl``: the mean untempered KL over the widths (increasing N). The values, each to lie
-    below its bound: the ratios KL(N_{k+1}) / KL(N_k) of the last ``tail`` steps (< 1: the
-    tail falls), KL at the largest width over its largest value over the widths
-    (< ``fraction``: it has fallen most of the way to 0) and ``rel_gap``, the relative gap
-    of the test RMSE to that of the prior mean at the largest width (< ``rmse_tol``: the
-    predictive is the prior's). No monotone decrease over the whole range is asked for.
+    below its bound in the claims catalogue (C4.1, part ``limit``): the ratios
+    KL(N_{k+1}) / KL(N_k) of the last ``tail`` steps (below 1: the tail falls), KL at the
+    largest width over its largest value over the widths (below a small fraction: it has
+    fallen most of the way to 0) and ``rel_gap``, the relative gap of the test RMSE to that
+    of the prior mean at the largest width (below a small tolerance: the predictive is the
+    prior's). No monotone decrease over the whole range is asked for.
     """
     kl = np.asarray(kl, dtype=np.float64)
     tail = positive_int("tail", tail)
     if kl.ndim != 1 or kl.size < tail + 1 or np.any(kl <= 0):
         raise ValueError(f"kl must hold at least {tail + 1} positive values, got {kl}")
     steps = kl[1:] / kl[:-1]
-    values = np.array([*steps[-tail:], kl[-1] / kl.max(), rel_gap])
-    return values, np.array([1.0] * tail + [fraction, rmse_tol])
+    return np.array([*steps[-tail:], kl[-1] / kl.max(), rel_gap])
 
 
 def prior_q(d_in: int, width: int) -> MeanField:

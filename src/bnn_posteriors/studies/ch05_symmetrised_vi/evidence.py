@@ -2,8 +2,10 @@
 and the table the chapter shows with it (:class:`bnn_posteriors.claims.checking.Evidence`).
 
 Each ``c5_*`` function takes a result of :mod:`.fits`, :mod:`.pruning` or :mod:`.repeats` and
-returns the :class:`Evidence` of one claim's checks, in the chapter's order; the chapter
-passes them to :func:`bnn_posteriors.claims.checking.show_and_check`. The ``*_report``
+returns the :class:`Evidence` of one claim's checks, in the chapter's order, each naming its
+``part``: the rule and its bound are the claims catalogue's ``[[claim.check]]`` of that part
+(``claims/catalogue/05_symmetrised_vi.toml``), read here only for the words and the glue. The
+chapter passes them to :func:`bnn_posteriors.claims.checking.show_and_check`. The ``*_report``
 functions return what the chapter shows without a check: the values its prose cites (glue)
 and a Markdown table.
 """
@@ -18,13 +20,12 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from bnn_posteriors.claims.checking import Evidence, read_jsonl
+from bnn_posteriors.claims.checking import Evidence, catalogue_check, read_jsonl
 from bnn_posteriors.models.symmetry import permutations
 from bnn_posteriors.site import tables
 from bnn_posteriors.studies.ch05_symmetrised_vi import pruning
 from bnn_posteriors.studies.ch05_symmetrised_vi import repeats as ss
 
-Z_BAR = 3.0  # a z-test of C5.2 fails at 3 standard errors
 NEAR_ZERO = 0.01  # nats per test point: a seed on which symmetrised training changed little
 # the old C5.4 check's full-profile record (commit 6317ce4), kept here once a new full run
 # replaces it
@@ -47,8 +48,10 @@ def _need(mapping: Mapping, keys: Sequence[str], where: str) -> None:
 
 def c5_1_evidence(modes: Sequence[Mapping]) -> tuple[Evidence, Evidence, Evidence]:
     """C5.1 from :func:`.fits.orbit_summary`'s rows (one per random net): the enumerated
-    group has ∏ H_l! elements, the log joint does not change over it (< 1e-5 relative), and
-    no two permuted copies coincide (distance > 1e-2). The first carries the table."""
+    group has ∏ H_l! elements (part ``group-size``), the largest relative change of the log
+    joint over it (``joint-change``) and the smallest distance between two permuted copies
+    (``distinct-copies``), each decided by the catalogue's rule of its part. The first carries
+    the table."""
     _nonempty("modes", modes, "c5_1_evidence")
     for m in modes:
         _need(m, ("widths", "size", "copies", "joint_change", "min_distance"), "c5_1_evidence")
@@ -79,7 +82,7 @@ def c5_1_evidence(modes: Sequence[Mapping]) -> tuple[Evidence, Evidence, Evidenc
         Evidence(
             "C5.1",
             sizes,
-            rule="true",
+            part="group-size",
             labels=[f"widths {m['widths']}" for m in modes],
             note="the enumerated group has prod_l H_l! elements for (2,3,4,1) and (3,5,2)",
             table=tables.markdown_table(header, rows),
@@ -87,16 +90,14 @@ def c5_1_evidence(modes: Sequence[Mapping]) -> tuple[Evidence, Evidence, Evidenc
         Evidence(
             "C5.1",
             max(m["joint_change"] for m in modes),
-            rule="less",
-            expect=1e-5,
+            part="joint-change",
             note="max relative change of the log joint over all g in G, 5 random nets per "
             "architecture (float32)",
         ),
         Evidence(
             "C5.1",
             min(m["min_distance"] for m in modes),
-            rule="greater",
-            expect=1e-2,
+            part="distinct-copies",
             note="min Euclidean distance between two permuted copies: all |G| copies are "
             "distinct points",
         ),
@@ -144,16 +145,18 @@ def identity_table(reps: Mapping, width: int) -> str:
 
 
 def c5_2_identity_evidence(
-    reps: Mapping, *, width: int, num_samples: int, z_bar: float = Z_BAR
+    reps: Mapping, *, width: int, num_samples: int
 ) -> tuple[Evidence, Evidence]:
     """C5.2's identity ELBO(q_G) − ELBO(q) = I from :func:`.repeats.identity_repeats` (its
-    first repeat decides): |z| < ``z_bar``, and I of the plain fit in (0, log|G|] (up to 1e-4
-    of round-off). ``width``: H of the fit, ``num_samples``: draws per term."""
+    first repeat decides): |z| (part ``identity-z``, below the catalogue's bound, glued as
+    ``z_bar``), and whether I of the plain fit lies in (0, log|G|] (up to 1e-4 of round-off;
+    ``mi-range``). ``width``: H of the fit, ``num_samples``: draws per term."""
     _need(reps, ("gap", "gap_se", "mi", "mi_se", "z", "z_unpaired", "kurtosis"), "c5_2_identity")
     _nonempty("reps['z']", reps["z"], "c5_2_identity_evidence")
     H, n_id = width, num_samples
     gap, mi_small, z_id = (reps[k][0] for k in ("gap", "mi", "z"))
     log_g = math.lgamma(H + 1)
+    z_bar = catalogue_check("C5.2", "identity-z")["bound"]
     glue = dict(
         id_kurtosis=reps["kurtosis"][0],
         id_repeats=len(reps["z"]),
@@ -175,8 +178,7 @@ def c5_2_identity_evidence(
         Evidence(
             "C5.2",
             abs(z_id),
-            rule="less",
-            expect=z_bar,
+            part="identity-z",
             note="|ELBO(q_G) - ELBO(q) - I| in units of the combined Monte-Carlo s.e. (floor "
             f"1e-4 for round-off), H={H}, |G|={math.factorial(H)}, "
             f"{n_id} draws per term; the two ELBOs paired (same w0), I from independent draws",
@@ -186,7 +188,7 @@ def c5_2_identity_evidence(
         Evidence(
             "C5.2",
             np.array([0.0 < float(mi_small) <= log_g + 1e-4]),
-            rule="true",
+            part="mi-range",
             note="I(g; w) of the plain MFVI fit lies in (0, log|G|] (up to 1e-4 of float32 "
             "round-off)",
         ),
@@ -200,11 +202,12 @@ def c5_2_separation_evidence(
     ks: Sequence[int],
     width: int,
     infonce_samples: int,
-    z_bar: float = Z_BAR,
 ) -> tuple[Evidence, Evidence, Evidence, Evidence]:
-    """C5.2's ends and trend of I from :func:`.repeats.mi_curves`: I = 0 for a symmetric q
-    (d = 0), I ≈ log|G| for the largest separation, every unsaturated step of I > ``z_bar``
-    s.e., and the InfoNCE bound Î_K ≤ I (paired z < ``z_bar`` for every K in ``ks``)."""
+    """C5.2's ends and trend of I from :func:`.repeats.mi_curves`: I for a symmetric q (d = 0;
+    part ``symmetric-zero``), I at the largest separation against the measured log|G| (passed
+    as the bound of ``separated-log-g``), every unsaturated step of I in s.e.
+    (``separation-steps``), and the paired z of the InfoNCE bound Î_K against I for every K in
+    ``ks`` (``infonce-z``); the catalogue's rule of each part decides."""
     _need(curves, ("separation", "step_z", "unsaturated", "infonce", "infonce_z", "mi"), "c5_2")
     separation, infonce, infonce_z = (curves[k] for k in ("separation", "infonce", "infonce_z"))
     sep_step_z, unsaturated = curves["step_z"], curves["unsaturated"]
@@ -241,8 +244,7 @@ def c5_2_separation_evidence(
         Evidence(
             "C5.2",
             abs(separation[0, 0]),
-            rule="less",
-            expect=1e-4,
+            part="symmetric-zero",
             note="I = 0 when q is itself symmetric (all units share one factor, d = 0)",
             glue=glue,
             table=sep_table,
@@ -250,16 +252,15 @@ def c5_2_separation_evidence(
         Evidence(
             "C5.2",
             separation[-1, 0],
-            expect=log_g,
-            tol=0.05,
+            part="separated-log-g",
+            bound=log_g,
             note=f"I -> log|G| = {log_g:.3f} when the permuted copies of q do not overlap "
             "(largest d)",
         ),
         Evidence(
             "C5.2",
             sep_step_z,
-            rule="greater",
-            expect=z_bar,
+            part="separation-steps",
             labels=[
                 f"d = {a:.2f} → {b:.2f}"
                 for a, b in list(zip(separations, separations[1:], strict=False))[: len(sep_step_z)]
@@ -271,8 +272,7 @@ def c5_2_separation_evidence(
         Evidence(
             "C5.2",
             infonce_z,
-            rule="less",
-            expect=z_bar,
+            part="infonce-z",
             labels=[f"K = {k}" for k in ks],
             note="InfoNCE bound hat I_K <= I: (hat I_K - I) / s.e., paired on the same draws, "
             f"< 3 for every K in {tuple(ks)}",
@@ -316,9 +316,11 @@ def nuts_report(arr: Mapping, num_chains: int) -> tuple[dict, str]:
 def c5_3_evidence(
     collapse: Mapping, *, widths: Sequence[int]
 ) -> tuple[Evidence, Evidence, Evidence, Evidence]:
-    """C5.3 from :func:`.pruning.collapse_by_width`: the symmetry deficit grows with the width
-    (lower end of its slope's interval > 0), exceeds 0.5 nats at the largest width, more units
-    are pruned there than at the smallest, and the ELBO there is below its best."""
+    """C5.3 from :func:`.pruning.collapse_by_width`: the lower end of the interval of the
+    symmetry deficit's slope on the width (part ``deficit-slope``), the deficit at the largest
+    width (``deficit-largest``), the pruned fraction there minus at the smallest width
+    (``pruning-grows``) and the ELBO there minus its best (``elbo-below-best``), each decided
+    by the catalogue's rule of its part."""
     _need(collapse, ("per_width", "slope", "slope_ci", "n_fits"), "c5_3_evidence")
     bias, slope_ci = collapse["per_width"], collapse["slope_ci"]
     if list(bias) != list(widths):
@@ -345,8 +347,7 @@ def c5_3_evidence(
         Evidence(
             "C5.3",
             slope_ci[0],
-            rule="greater",
-            expect=0.0,
+            part="deficit-slope",
             note="symmetry deficit log|G| - I of plain MFVI grows with width (units collapse "
             "onto each other): lower end of the 95% t-interval of its least-squares slope on H, "
             f"{collapse['n_fits']} fits at H = {widths}",
@@ -356,23 +357,20 @@ def c5_3_evidence(
         Evidence(
             "C5.3",
             deficit[-1],
-            rule="greater",
-            expect=0.5,
+            part="deficit-largest",
             note="at the largest width the collapsed units cost more than 0.5 nats of I",
         ),
         Evidence(
             "C5.3",
             pruned[-1] - pruned[0],
-            rule="greater",
-            expect=0.0,
+            part="pruning-grows",
             note="fraction of pruned units (|mu_out| < 2 s_out) larger at the largest width than "
             "at the smallest",
         ),
         Evidence(
             "C5.3",
             elbo_plain[-1] - elbo_plain.max(),
-            rule="less",
-            expect=0.0,
+            part="elbo-below-best",
             note="ELBO(q) of plain MFVI at the largest width is below its best over widths",
         ),
     )
@@ -386,16 +384,19 @@ def c5_4_toy_evidence(
 ) -> tuple[Evidence, Evidence, Evidence]:
     """C5.4 on the toy set from :func:`.repeats.symmetrised_gains` (``reading``), the paired
     gains of :func:`.fits.gains` and the gradient norm of the symmetrisation term at the plain
-    fits of the largest width: strictly better at the largest width, not worse at any, and the
-    further finding ``training-elbo`` (the ELBO gain from training with I), gated on
-    :func:`.repeats.decidability_gate`."""
+    fits of the largest width: strictly better at the largest width (part ``better``), not
+    worse at any (``not-worse``), and the further finding ``training-elbo`` (the ELBO gain from
+    training with I), gated on :func:`.repeats.decidability_gate`. The catalogue's rule of each
+    part decides; its bound, the tie of float32 round-off, is glued as ``c54_tie``."""
     _need(
         reading,
-        ("widths", "elbo", "training", "test_ll", "better", "not_worse", "level", "tie", "deficit"),
+        ("widths", "elbo", "training", "test_ll", "better", "not_worse", "level", "deficit"),
         "c5_4_toy_evidence",
     )
-    widths, tie = reading["widths"], reading["tie"]
-    last = widths[-1]
+    widths, last = reading["widths"], reading["widths"][-1]
+    tie, worse, trained = (
+        catalogue_check("C5.4", part)["bound"] for part in ("better", "not-worse", "training-elbo")
+    )
     gate = ss.decidability_gate(reading, grad_norm)
     (elbo_m, elbo_lo, elbo_hi), (tr_m, tr_lo, tr_hi), (ll_m, ll_lo, ll_hi) = (
         reading[k][-1] for k in ("elbo", "training", "test_ll")
@@ -430,8 +431,7 @@ def c5_4_toy_evidence(
         Evidence(
             "C5.4",
             reading["better"],
-            rule="greater",
-            expect=tie,
+            part="better",
             gate=gate,
             labels=[f"ELBO gain at H = {last}", f"test log-lik gain at H = {last}"],
             says=f"On the toy set at H = {last}, where plain MFVI merges units (its I is "
@@ -449,30 +449,27 @@ def c5_4_toy_evidence(
         Evidence(
             "C5.4",
             reading["not_worse"],
-            rule="greater",
-            expect=-tie,
+            part="not-worse",
             labels=[f"{what} gain at H = {w}" for what in ("ELBO", "test log-lik") for w in widths],
             says=f"At no toy width (H = {', '.join(map(str, widths))}) is the symmetrised method "
             f"worse: the upper ends of the {pct} intervals of its ELBO and test-log-likelihood "
             f"gains are at least {reading['not_worse'].min():+.4f}.",
             note=f"upper ends of the {pct} BCa bootstrap intervals over {n_seeds} paired seeds "
             f"of the ELBO gains (first {len(widths)}) and test log-lik gains (last "
-            f"{len(widths)}) per width, > -{tie:g} (at least as good; a tie within float32 "
+            f"{len(widths)}) per width, > {worse:g} (at least as good; a tie within float32 "
             "round-off counts)",
         ),
         Evidence(
             "C5.4",
             np.array([tr_lo]),
-            rule="greater",
-            expect=tie,
+            part="training-elbo",
             gate=gate,
-            finding="training-elbo",
             says="Training with I, not only symmetrising the plain fit afterwards, raises the "
             f"ELBO on the toy set at H = {last}: ELBO(q_G^sym) - ELBO(q_G^plain) = {tr_m:.2f} "
             f"nats [{tr_lo:.2f}, {tr_hi:.2f}] ({pct} interval over {n_seeds} paired seeds).",
             note=f"lower end of the {pct} BCa bootstrap interval over paired seeds of the "
             "training part of the ELBO gain (ELBO gain minus I of the plain fit) at "
-            f"H = {last}, > {tie:g}",
+            f"H = {last}, > {trained:g}",
         ),
     )
 
@@ -541,7 +538,8 @@ def c5_4_mnist_evidence(
     (:func:`.repeats.symmetrised_gains` of the MNIST ``fits``), gated on whether the objective
     can see merged units there (``grad_norm`` at the plain fits of the largest width, against
     ``toy_grad`` at the toy set's largest width ``toy_width``). Its glue holds the values the
-    prose cites; its table the gains and the gate's reason."""
+    prose cites; its table the gains and the gate's reason. The catalogue's rule of part
+    ``mnist`` decides."""
     _need(
         reading,
         (
@@ -551,7 +549,6 @@ def c5_4_mnist_evidence(
             "test_ll",
             "better",
             "level",
-            "tie",
             "ceiling",
             "deficit",
             "saturation",
@@ -560,7 +557,8 @@ def c5_4_mnist_evidence(
         ),
         "c5_4_mnist_evidence",
     )
-    widths, tie, num_perms = reading["widths"], reading["tie"], reading["num_perms"]
+    widths, num_perms = reading["widths"], reading["num_perms"]
+    tie = catalogue_check("C5.4", "mnist")["bound"]
     mi_short = mi_words(num_perms)["mnist_mi_short"]
     pct = f"{100 * reading['level']:.0f}%"
     m_last = widths[-1]
@@ -624,10 +622,8 @@ def c5_4_mnist_evidence(
     return Evidence(
         "C5.4",
         reading["better"],
-        rule="greater",
-        expect=tie,
+        part="mnist",
         gate=gate,
-        finding="mnist",
         labels=[f"ELBO gain at H = {m_last}", f"test log-lik gain at H = {m_last}"],
         says=says,
         note=f"the reading of C5.4 on MNIST at H = {widths} ({mi_short}): lower ends of the "

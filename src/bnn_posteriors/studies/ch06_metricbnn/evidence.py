@@ -1,23 +1,23 @@
 """The evidence of chapter 06's claims C6.1–C6.8: one :class:`Evidence` per check.
 
-Each function takes what the chapter computed and its settings ``cfg``
-(:func:`bnn_posteriors.site.profiles.settings`) and returns the value, rule, expectation,
-note, the values the prose cites and a table of the numbers behind the value, for
-:func:`bnn_posteriors.claims.checking.show_and_check`. ``committed`` names the committed
-results file a check decides on (None in the full profile, which decides on its own run).
+Each function takes what the chapter computed (and, where it needs them, its settings
+``cfg``, :func:`bnn_posteriors.site.profiles.settings`) and returns the measured value, the
+check's ``part``, note, the values the prose cites and a table of the numbers behind the value,
+for :func:`bnn_posteriors.claims.checking.show_and_check`. The rule and its bound are the claims
+catalogue's (``claims/catalogue/06_metricbnn.toml``, :func:`.checking.catalogue_check`), which
+the notes read where they cite a bound. ``committed`` names the committed results file a check
+decides on (None in the full profile, which decides on its own run).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from bnn_posteriors.claims.checking import Evidence, Gate
+from bnn_posteriors.claims.checking import Evidence, Gate, catalogue_check
 from bnn_posteriors.data import loaders as data
 from bnn_posteriors.site import tables
 from bnn_posteriors.studies.ch06_metricbnn import experiments
 from bnn_posteriors.studies.ch06_metricbnn.snelson import LEVEL, summary_table
-
-PC_FACTOR = 10.0  # C6.1's low dimension: the top PCs carry this many times an isotropic share
 
 
 def spaced(n) -> str:
@@ -50,7 +50,8 @@ def c6_1(c61: dict, n_solutions: int, cfg) -> tuple[Evidence, Evidence, Evidence
     explained, control_explained = c61["explained top-k"], c61["control: explained top-k"]
     isotropic = c61["isotropic top-k"]
     k_pc = cfg.num_particles // 2
-    tol = cfg.loss_tolerance
+    tol = catalogue_check("C6.1", "band")["bound"]  # the band of the training-loss ratio
+    left = catalogue_check("C6.1", "refinement")["bound"]  # the share of the rise it may leave
     glue = {
         "ch6_lam_max": c61["lambda_max"],
         "ch6_eta": c61["eta"],
@@ -64,8 +65,7 @@ def c6_1(c61: dict, n_solutions: int, cfg) -> tuple[Evidence, Evidence, Evidence
     band = Evidence(
         "C6.1",
         rise,
-        rule="less",
-        expect=tol,
+        part="band",
         note=f"max training-loss ratio - 1 over {n_solutions} solutions",
         says=f"the walk's {n_solutions} solutions keep a training MSE within {rise:.2%} of the "
         f"MAP's (band {tol:.0%})",
@@ -75,19 +75,16 @@ def c6_1(c61: dict, n_solutions: int, cfg) -> tuple[Evidence, Evidence, Evidence
     refinement = Evidence(
         "C6.1",
         kept,
-        rule="less",
-        expect=tol,
-        note=f"the refinement removes more than {1 - tol:.0%} of the loss rise of the control "
+        part="refinement",
+        note=f"the refinement removes more than {1 - left:.0%} of the loss rise of the control "
         f"walk without it (max loss ratio - 1: {rise:.4g} with, {control:.4g} without)",
         says=f"the refinement removes {1 - kept:.2%} of the loss rise of the same walk without "
-        f"it (which leaves the MAP's MSE by {control:.0%}); more than {1 - tol:.0%} is asked",
+        f"it (which leaves the MAP's MSE by {control:.0%}); more than {1 - left:.0%} is asked",
     )
     low_dimension = Evidence(
         "C6.1",
         explained / isotropic,
-        rule="greater",
-        expect=PC_FACTOR,
-        finding="low-dimensional",
+        part="low-dimensional",
         note=f"top-{k_pc} PCs explain {explained:.3f} vs {isotropic:.4f} isotropic; the "
         f"control walk's {control_explained:.3f}",
         says=f"the top {k_pc} principal components carry {explained:.3f} of the solutions' "
@@ -113,8 +110,7 @@ def c6_2(ratios: dict, cfg, lin_maps: int = 1) -> tuple[Evidence, Evidence]:
     sampled = Evidence(
         "C6.2",
         mb - la,
-        rule="greater",
-        expect=0.0,
+        part="sampled-la",
         note=f"MetricBNN {mb:.3f} vs LA {la:.3f}",
         says=f"from the data to the gap, the MetricBNN samples' predictive sd grows {mb:.2f}-fold "
         f"and the sampled LA's {la:.2f}-fold",
@@ -130,9 +126,7 @@ def c6_2(ratios: dict, cfg, lin_maps: int = 1) -> tuple[Evidence, Evidence]:
     linearised = Evidence(
         "C6.2",
         mb - lin,
-        rule="greater",
-        expect=0.0,
-        finding="linearised-la",
+        part="linearised-la",
         gate=gate,
         note=f"MetricBNN samples {mb:.3f} vs Lin LA {lin:.3f}",
         says=f"on this MAP the MetricBNN samples' predictive sd grows {mb:.2f}-fold from the "
@@ -154,7 +148,8 @@ def c6_3_and_c6_4(
     deciding = summaries["deciding (full profile)"]
     c63 = deciding["gap NLL: Gaussian - latent"]
     excess, straight = deciding["mean loss ratio - 1"], deciding["straightness"]
-    tol, threshold = cfg.loss_tolerance, cfg.straightness_threshold
+    # C6.4's loss band is C6.1's (its catalogue reading); both enter the checked value
+    tol, threshold = catalogue_check("C6.1", "band")["bound"], cfg.straightness_threshold
     glue = {
         "ch6_repeats": c63["n"],
         **{f"ch6_c63_{k}": c63[k] for k in ("mean", "sd", "low", "high")},
@@ -164,8 +159,7 @@ def c6_3_and_c6_4(
     c6_3 = Evidence(
         "C6.3",
         c63["low"],
-        rule="greater",
-        expect=0.0,
+        part="gap-nll",
         committed=committed,
         note=f"lower end of the {LEVEL:.0%} t-interval of the mean gap NLL of the Gaussian minus "
         f"the latent posterior's over {c63['n']} MAPs of the full profile: mean {c63['mean']:.4f} "
@@ -190,8 +184,7 @@ def c6_3_and_c6_4(
     c6_4 = Evidence(
         "C6.4",
         np.array([tol - excess["high"], straight["low"] - threshold]),
-        rule="greater",
-        expect=0.0,
+        part="loss-and-straightness",
         labels=[
             f"{tol:.0%} minus the upper end of the training-loss excess",
             f"lower end of the straightness minus {threshold}",
@@ -230,8 +223,7 @@ def c6_5(ent: dict) -> Evidence:
     return Evidence(
         "C6.5",
         ring["MetricBNN"] - ring["LA"],
-        rule="greater",
-        expect=0.0,
+        part="ring-entropy",
         note=f"ring entropy MetricBNN {ring['MetricBNN']:.3f} vs LA {ring['LA']:.3f}",
         says=f"on the ring far from the data MetricBNN's mean predictive entropy is "
         f"{ring['MetricBNN']:.3f} nats, the sampled LA's {ring['LA']:.3f} (ln 2 = "
@@ -241,8 +233,8 @@ def c6_5(ent: dict) -> Evidence:
     )
 
 
-def c6_6(rows: list, full_rows: list, cfg, committed: str | None) -> tuple[Evidence, Evidence]:
-    """C6.6: MetricBNN's NLL at most the sampled LA's on at least ``cfg.uci_min_wins`` sets
+def c6_6(rows: list, full_rows: list, committed: str | None) -> tuple[Evidence, Evidence]:
+    """C6.6: MetricBNN's NLL at most the sampled LA's on more sets than the catalogue's bound
     (this build); further finding: the same against the linearised LA (the deciding run).
 
     ``rows``: this build's :func:`experiments.uci_table`; ``full_rows``: (data set, method,
@@ -279,8 +271,7 @@ def c6_6(rows: list, full_rows: list, cfg, committed: str | None) -> tuple[Evide
     sampled = Evidence(
         "C6.6",
         sum(wins.values()),
-        rule="greater",
-        expect=cfg.uci_min_wins - 0.5,
+        part="sampled-la",
         note=f"sets (of 6) where MetricBNN's test NLL <= the sampled LA's, this build's split: "
         f"{wins}; smallest LA - MetricBNN {la_margin:.3f}",
         says=f"MetricBNN's NLL is at most the (sampled) LA's on {sum(wins.values())} of the 6 "
@@ -291,9 +282,7 @@ def c6_6(rows: list, full_rows: list, cfg, committed: str | None) -> tuple[Evide
     linearised = Evidence(
         "C6.6",
         sum(wins_lin.values()),
-        rule="greater",
-        expect=cfg.uci_min_wins - 0.5,
-        finding="linearised-la",
+        part="linearised-la",
         committed=committed,
         note=f"sets (of 6) where MetricBNN's mean test NLL <= Lin LA's over the full profile's "
         f"splits: {wins_lin}",
@@ -303,10 +292,10 @@ def c6_6(rows: list, full_rows: list, cfg, committed: str | None) -> tuple[Evide
     return sampled, linearised
 
 
-def c6_7(mnist: dict, mnist_full: dict, cfg, committed: str | None):
+def c6_7(mnist: dict, mnist_full: dict, committed: str | None):
     """C6.7: MetricBNN's MNIST NLL below the last-layer LA's (this build); further findings:
     below the last-layer linearised LA's (the deciding run) and below the MAP's by more than
-    ``cfg.mnist_map_margin``. ``mnist``, ``mnist_full``: method → test NLL."""
+    the catalogue's bound of the part ``map``. ``mnist``, ``mnist_full``: method → test NLL."""
     mb, la, lin, map_ = (
         mnist[k] for k in ("MetricBNN", "LA (last layer)", "Lin LA (last layer)", "MAP")
     )
@@ -328,8 +317,7 @@ def c6_7(mnist: dict, mnist_full: dict, cfg, committed: str | None):
     sampled = Evidence(
         "C6.7",
         la - mb,
-        rule="greater",
-        expect=0.0,
+        part="sampled-la",
         note=f"last-layer LA - MetricBNN test NLL, this build: {la:.4f} vs {mb:.4f}",
         says=f"MetricBNN's test NLL ({mb:.3f}) is below the last-layer LA's ({la:.3f})",
         glue=glue,
@@ -338,26 +326,23 @@ def c6_7(mnist: dict, mnist_full: dict, cfg, committed: str | None):
     linearised = Evidence(
         "C6.7",
         full_lin - full_mb,
-        rule="greater",
-        expect=0.0,
-        finding="linearised-la",
+        part="linearised-la",
         committed=committed,
         note=f"last-layer Lin LA - MetricBNN test NLL, full profile: {full_lin:.4f} vs "
         f"{full_mb:.4f}",
         says=f"in the full run MetricBNN's test NLL ({full_mb:.4f}) is below the last-layer "
         f"linearised LA's ({full_lin:.4f})",
     )
+    map_margin = catalogue_check("C6.7", "map")["bound"]  # nats: Table 2's resolution
     against_map = Evidence(
         "C6.7",
         map_ - mb,
-        rule="greater",
-        expect=cfg.mnist_map_margin,
-        finding="map",
+        part="map",
         note=f"MAP - MetricBNN test NLL: {map_:.4f} - {mb:.4f} (this build), "
         f"{mnist_full['MAP']:.4f} - {full_mb:.4f} (full profile)",
         says=f"MetricBNN's test NLL ({mb:.4f}) is the MAP's ({map_:.4f}) within "
         f"{abs(map_ - mb):.4f} nats, no improvement Table 2 could show (bound "
-        f"{cfg.mnist_map_margin} nats); the last-layer LA's NLL is {la:.4f}, the linearised "
+        f"{map_margin} nats); the last-layer LA's NLL is {la:.4f}, the linearised "
         f"one's {lin:.4f}",
     )
     return sampled, linearised, against_map
@@ -417,8 +402,7 @@ def c6_8(rows: dict, terms: list, summary: dict) -> tuple[Evidence, Evidence]:
     growth_check = Evidence(
         "C6.8",
         np.log10(growth["LA"] / growth["MetricBNN"]),
-        rule="greater",
-        expect=0.0,
+        part="growth",
         note=f"log10 of the ratio of the FLOP growths deepest/shallowest: LA {growth['LA']:.4g}, "
         f"MetricBNN {growth['MetricBNN']:.4g}",
         says=f"from {rows['depth'][0]} to {rows['depth'][-1]} hidden layers the LA's FLOP count "
@@ -429,9 +413,7 @@ def c6_8(rows: dict, terms: list, summary: dict) -> tuple[Evidence, Evidence]:
     absolute = Evidence(
         "C6.8",
         -np.log10(ratio),
-        rule="greater",
-        expect=0.0,
-        finding="absolute-cost",
+        part="absolute-cost",
         labels=[f"{depth} hidden layers" for depth in rows["depth"]],
         note=f"log10(LA / MetricBNN FLOPs) at depths {rows['depth']}; extrapolated crossing at "
         f"P = {crossing['size']:.0f}",

@@ -1,13 +1,17 @@
-"""Chapter 06's tables, the values its prose cites from the settings, and its full-profile
-record: what the chapter shows besides the checks (:mod:`.evidence`) and figures
-(:mod:`.figures`). Each function returns Markdown or plain values; nothing is printed.
+"""Chapter 06's tables, the values its prose cites from the settings and the claims
+catalogue, and its full-profile record: what the chapter shows besides the checks
+(:mod:`.evidence`) and figures (:mod:`.figures`). Each function returns Markdown or plain
+values; nothing is printed.
 """
 
 from __future__ import annotations
 
+import math
+
+from bnn_posteriors.claims.checking import catalogue_check
 from bnn_posteriors.site import profiles, tables
 from bnn_posteriors.studies.ch06_metricbnn import experiments
-from bnn_posteriors.studies.ch06_metricbnn.evidence import PC_FACTOR, arch, spaced
+from bnn_posteriors.studies.ch06_metricbnn.evidence import arch, spaced
 from bnn_posteriors.studies.ch06_metricbnn.snelson import LEVEL
 
 UCI_HEADER = ("data set", "method", "NLL (mean ± sd)", "time (s)", "paper's NLL")
@@ -49,7 +53,8 @@ def mnist_table(result: dict) -> str:
 
 
 def chapter_glue(cfg, committed: dict | None, run, banana_n: int, mnist: dict) -> dict:
-    """The values the prose cites from the settings and data sizes (name → value).
+    """The values the prose cites from the settings, the checks' bounds in the claims
+    catalogue and the data sizes (name → value).
 
     ``committed``: the committed full-profile record, None in the full profile; ``run``:
     :class:`snelson.SnelsonWalk`; ``banana_n``: Banana's training points; ``mnist``:
@@ -90,11 +95,11 @@ def chapter_glue(cfg, committed: dict | None, run, banana_n: int, mnist: dict) -
         "ch6_ae_updates_committed": spaced(ae_decided[0]),
         "ch6_ae_batch_committed": ae_decided[1],
         "ch6_ae_committed_budget": "App. A's budget" if app_a else "a budget shorter than App. A's",
-        "ch6_tol": cfg.loss_tolerance,
-        "ch6_removed": 1 - cfg.loss_tolerance,
+        "ch6_tol": catalogue_check("C6.1", "band")["bound"],
+        "ch6_removed": 1 - catalogue_check("C6.1", "refinement")["bound"],
         "ch6_straight_min": cfg.straightness_threshold,
         "ch6_level": LEVEL,
-        "ch6_pc_factor": PC_FACTOR,
+        "ch6_pc_factor": catalogue_check("C6.1", "low-dimensional")["bound"],
         "ch6_ring": cfg.ring_radius,
         "ch6_banana_n": int(banana_n),
         "ch6_banana_arch": arch(cfg.banana_widths),
@@ -106,7 +111,8 @@ def chapter_glue(cfg, committed: dict | None, run, banana_n: int, mnist: dict) -
         "ch6_uci_T": cfg.uci_steps,
         "ch6_app_a_uci_epochs": spaced(experiments.APP_A["uci_epochs"]),
         "ch6_app_a_uci_batch": experiments.APP_A["uci_batch"],
-        "ch6_min_wins": cfg.uci_min_wins,
+        # the fewest sets MetricBNN must win: the count must exceed the catalogue's bound
+        "ch6_min_wins": math.floor(catalogue_check("C6.6", "sampled-la")["bound"]) + 1,
         "ch6_paper_wins_la": sum(experiments.wins_over(paper, "LA").values()),
         "ch6_paper_wins_lin": sum(experiments.wins_over(paper, "Lin LA").values()),
         "ch6_mnist_train": mnist["n_train"],
@@ -116,7 +122,7 @@ def chapter_glue(cfg, committed: dict | None, run, banana_n: int, mnist: dict) -
         "ch6_paper_mnist_la": paper_mnist["LA"],
         "ch6_paper_mnist_lin": paper_mnist["Lin LA"],
         "ch6_paper_mnist_mb": paper_mnist["MetricBNN"],
-        "ch6_map_margin": cfg.mnist_map_margin,
+        "ch6_map_margin": catalogue_check("C6.7", "map")["bound"],
         "ch6_depths": f"{min(cfg.depths)}–{max(cfg.depths)}",
         "ch6_depth_width": cfg.depth_width,
         "ch6_n_depths": len(cfg.depths),

@@ -3,10 +3,12 @@ and the table the chapter shows with it (:class:`bnn_posteriors.claims.checking.
 
 Each ``c7_*_evidence`` function takes a result of :mod:`.permuted_starts`,
 :mod:`.functional_diversity`, :mod:`.many_chains` or :mod:`.prior_scales` and returns the
-:class:`Evidence` of one claim's checks, in the chapter's order; the chapter passes them to
-:func:`bnn_posteriors.claims.checking.show_and_check`. The ``*_report`` functions return what
-the chapter shows without a check: the values its prose cites (glue) and a Markdown table,
-which :func:`show` glues and displays.
+:class:`Evidence` of one claim's checks, in the chapter's order, each naming its ``part``: the
+rule and its bound are the claims catalogue's ``[[claim.check]]`` of that part
+(``claims/catalogue/07_sampling_in_practice.toml``), read here only for the words and the
+glue. The chapter passes them to :func:`bnn_posteriors.claims.checking.show_and_check`. The
+``*_report`` functions return what the chapter shows without a check: the values its prose
+cites (glue) and a Markdown table, which :func:`show` glues and displays.
 """
 
 from __future__ import annotations
@@ -16,14 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-from bnn_posteriors.claims.checking import Evidence, Gate, read_jsonl
+from bnn_posteriors.claims.checking import Evidence, Gate, catalogue_check, read_jsonl
 from bnn_posteriors.evaluation import diagnostics
 from bnn_posteriors.inference import mclmc
 from bnn_posteriors.site import tables
 from bnn_posteriors.studies.ch07_sampling_in_practice import prior_scales
 
-PERM_GAP_BOUND = 0.1  # C7.1 "almost as good as the regular BDE": within this many nats
-DEAD_GAP_FLOOR = 0.5  # C7.5 "does not fit": the dead start's test LPPD lower by more than this
 AUTHORS_LPPD = (0.614, 0.805)  # [SAP] authors' airfoil runs: 1 chain, 10 000 chains
 CI_LEVEL = 95  # the level of every interval of the chapter
 PRIOR_RESULTS = "results/ch7_prior_scale"  # the committed cells of C7.6
@@ -92,10 +92,12 @@ def diagnostics_table(run: Mapping) -> str:
 # --------------------------------------------------------------------------- C7.1
 
 
-def c7_1_evidence(lppds: Mapping, *, gap_bound: float = PERM_GAP_BOUND) -> tuple[Evidence, ...]:
-    """C7.1 from :func:`.permuted_starts.ensemble_lppds`: every permuted group's ensemble beats
-    its best chain, and trails the regular BDE by less than ``gap_bound`` nats on average.
-    The first carries the table of the ensembles' LPPDs."""
+def c7_1_evidence(lppds: Mapping) -> tuple[Evidence, ...]:
+    """C7.1 from :func:`.permuted_starts.ensemble_lppds`: how much every permuted group's
+    ensemble beats its best chain (smallest over the groups; part ``beats-best-chain``), and
+    how far it trails the regular BDE on average (``gap-to-bde``, whose catalogue bound of
+    'almost as good' is glued as ``perm_gap_bound``). The first carries the table of the
+    ensembles' LPPDs."""
     _need(lppds, ("regular", "permuted", "best_permuted"), "c7_1_evidence")
     ens_regular = lppds["regular"]
     ens_perm, best_perm = np.asarray(lppds["permuted"]), np.asarray(lppds["best_permuted"])
@@ -108,6 +110,7 @@ def c7_1_evidence(lppds: Mapping, *, gap_bound: float = PERM_GAP_BOUND) -> tuple
         for g, (e, b) in enumerate(zip(ens_perm, best_perm, strict=True))
     ]
     beat, trail = ens_perm - best_perm, ens_regular - ens_perm
+    gap_bound = catalogue_check("C7.1", "gap-to-bde")["bound"]
     glue = dict(
         ens_regular=ens_regular,
         ens_permuted_mean=float(ens_perm.mean()),
@@ -118,8 +121,7 @@ def c7_1_evidence(lppds: Mapping, *, gap_bound: float = PERM_GAP_BOUND) -> tuple
         Evidence(
             "C7.1",
             float(np.min(beat)),
-            rule="greater",
-            expect=0.0,
+            part="beats-best-chain",
             note=f"permuted-start ensemble LPPD minus its best single chain, smallest over the "
             f"{n} groups: {np.round(beat, 4).tolist()}",
             says=f"Each of the {n} ensembles of chains from permutations of one "
@@ -131,8 +133,7 @@ def c7_1_evidence(lppds: Mapping, *, gap_bound: float = PERM_GAP_BOUND) -> tuple
         Evidence(
             "C7.1",
             float(np.mean(trail)),
-            rule="less",
-            expect=gap_bound,
+            part="gap-to-bde",
             note=f"regular BDE LPPD minus permuted-start ensemble LPPD (within {gap_bound:g}), "
             f"mean over the {n} groups: {np.round(trail, 4).tolist()}",
             says=f"The permuted-start ensembles trail the regular BDE (test LPPD "
@@ -157,8 +158,9 @@ def z_test_report(z_tests: Mapping) -> tuple[dict, str]:
     return glue, tables.markdown_table(("within-chain pairs", "share with |Z| > 1.96"), rows)
 
 
-def w2_ratio_report(ratio: Mapping, *, floor: float, num_resamples: int) -> tuple[dict, str]:
-    """ρ_W of :func:`.functional_diversity.w2_ratio`: glue and a table with its interval."""
+def w2_ratio_report(ratio: Mapping, *, num_resamples: int) -> tuple[dict, str]:
+    """ρ_W of :func:`.functional_diversity.w2_ratio`: glue and a table with its interval; the
+    glue ``w2_ratio_floor`` is the catalogue's bound of C7.2's part ``ratio-low``."""
     _need(ratio, ("ratio", "low", "high", "mean_within", "mean_between", "within"), "w2_ratio")
     rows = [
         ("mean W₂² within chains", f"{ratio['mean_within']:.4f}"),
@@ -171,7 +173,7 @@ def w2_ratio_report(ratio: Mapping, *, floor: float, num_resamples: int) -> tupl
     ]
     glue = dict(
         n_regular=len(ratio["within"]),
-        w2_ratio_floor=floor,
+        w2_ratio_floor=catalogue_check("C7.2", "ratio-low")["bound"],
         ratio_w=ratio["ratio"],
         ratio_w_low=ratio["low"],
         ratio_w_high=ratio["high"],
@@ -198,18 +200,20 @@ def controls_report(ctrl: Mapping, *, noise: float) -> tuple[dict, str]:
     return glue, tables.markdown_table(("control", "pairs with |Z| > 1.96", "ρ_W interval"), rows)
 
 
-def c7_2_evidence(z_tests: Mapping, ratio: Mapping, *, floor: float) -> tuple[Evidence, ...]:
-    """C7.2: most within-chain pairs differ by the Z test; ρ_W's interval lies above ``floor``
-    (not negligible) and below 1 (within-chain distances lower than between-chain ones)."""
+def c7_2_evidence(z_tests: Mapping, ratio: Mapping) -> tuple[Evidence, ...]:
+    """C7.2: the share of within-chain pairs that differ by the Z test (part ``z-test``), and
+    the lower and upper ends of ρ_W's interval (``ratio-low``: above the catalogue's floor of
+    'not negligible'; ``ratio-high``: within-chain distances lower than between-chain
+    ones), each decided by the catalogue's rule of its part."""
     _need(z_tests, ("frac_significant",), "c7_2_evidence")
     _need(ratio, ("ratio", "low", "high", "mean_within", "mean_between", "within"), "c7_2")
     k, r = len(ratio["within"]), ratio
+    floor = catalogue_check("C7.2", "ratio-low")["bound"]
     return (
         Evidence(
             "C7.2",
             z_tests["frac_significant"],
-            rule="greater",
-            expect=0.5,
+            part="z-test",
             note=f"fraction of within-chain sample pairs with |Z| > 1.96 over {k} regular "
             "chains, Z = sqrt(n) mean_D / sigma_D",
             says=f"{z_tests['frac_significant']:.0%} of the pairs of samples within a chain "
@@ -218,8 +222,7 @@ def c7_2_evidence(z_tests: Mapping, ratio: Mapping, *, floor: float) -> tuple[Ev
         Evidence(
             "C7.2",
             r["low"],
-            rule="greater",
-            expect=floor,
+            part="ratio-low",
             note=f"lower end of the 95% bootstrap interval (over {k} regular chains) of "
             f"rho_W = mean within-chain W2^2 / mean between-chain W2^2 (not negligible); "
             f"rho_W = {r['ratio']:.4f}, W2^2 within {r['mean_within']:.4g}, between "
@@ -231,8 +234,7 @@ def c7_2_evidence(z_tests: Mapping, ratio: Mapping, *, floor: float) -> tuple[Ev
         Evidence(
             "C7.2",
             r["high"],
-            rule="less",
-            expect=1.0,
+            part="ratio-high",
             note=f"upper end of the same interval of rho_W (within-chain W2^2 lower than "
             f"between-chain, [SAP] Fig. 11); rho_W = {r['ratio']:.4f}",
             says=f"Samples within a chain are closer in W2 than samples of different chains: "
@@ -279,13 +281,14 @@ def saturation_report(sat: Mapping, *, n_orderings: int) -> tuple[dict, str]:
 
 
 def c7_3_evidence(sat: Mapping, *, n_orderings: int) -> Evidence:
-    """C7.3: the LPPD gain from 1 to 10 chains exceeds the gain from 10 to all chains."""
+    """C7.3: the LPPD gains from 1 to 10 chains and from 10 to all chains, which the
+    catalogue's rule (part ``saturation``) asks to decrease."""
     _need(sat, ("cum_mean", "lppd_1", "lppd_10", "lppd_max", "gain_1_10", "gain_10_max"), "c7_3")
     n = len(sat["cum_mean"])
     return Evidence(
         "C7.3",
         np.array([sat["gain_1_10"], sat["gain_10_max"]]),
-        rule="decreasing",
+        part="saturation",
         labels=["LPPD gain from 1 to 10 chains", f"LPPD gain from 10 to {n} chains"],
         note=f"LPPD gains 1->10 and 10->{n} chains (mean of {n_orderings} "
         f"orderings); LPPD at 1, 10, {n} chains: {sat['lppd_1']:.4f}, "
@@ -324,10 +327,10 @@ def ks_report(ks: Mapping, *, num_resamples: int) -> tuple[dict, str]:
 def c7_4_evidence(
     ks: Mapping, seed_runs: Sequence[Mapping] | None, full_cfg, *, n_chains: int, n_boot: int
 ) -> Evidence:
-    """C7.4: the lower ends of Δ_KS's intervals lie above 0, on the full profile's committed
-    runs of every seed (``seed_runs``, :func:`.many_chains.committed_seeds`) or, while they
-    are missing (None), on this build's ``ks`` of ``n_chains`` chains. Its table lists the
-    committed runs."""
+    """C7.4: the lower ends of Δ_KS's intervals (part ``ks-gap``; the catalogue asks them above
+    0), on the full profile's committed runs of every seed (``seed_runs``,
+    :func:`.many_chains.committed_seeds`) or, while they are missing (None), on this build's
+    ``ks`` of ``n_chains`` chains. Its table lists the committed runs."""
     _need(ks, ("gap", "low", "high"), "c7_4_evidence")
     committed = seed_runs is not None
     runs: Sequence[Mapping] = [] if seed_runs is None else seed_runs
@@ -372,8 +375,7 @@ def c7_4_evidence(
     return Evidence(
         "C7.4",
         lows,
-        rule="greater",
-        expect=0.0,
+        part="ks-gap",
         labels=[f"seed {r['settings']['seed']}" for r in runs] if committed else ["this build"],
         note="lower ends of the 95% bootstrap intervals over chains of min KS(first, last "
         "kernel) minus mean KS(intermediate kernels) to N(0,1), "
@@ -394,12 +396,14 @@ def c7_4_evidence(
 # --------------------------------------------------------------------------- C7.5
 
 
-def c7_5_evidence(dead: Mapping, *, hidden_first: int, floor: float = DEAD_GAP_FLOOR) -> Evidence:
-    """C7.5 from :func:`.permuted_starts.dead_start_summary`: the dead-ReLU chain's test LPPD
-    lies more than ``floor`` nats below the warm starts' mean. Its table shows the LPPDs and
-    the active units of the first hidden layer (of ``hidden_first``)."""
+def c7_5_evidence(dead: Mapping, *, hidden_first: int) -> Evidence:
+    """C7.5 from :func:`.permuted_starts.dead_start_summary`: how far the dead-ReLU chain's
+    test LPPD lies below the warm starts' mean (part ``dead-gap``, whose catalogue bound of
+    'does not fit' is glued as ``dead_gap_floor``). Its table shows the LPPDs and the active
+    units of the first hidden layer (of ``hidden_first``)."""
     _need(dead, ("dead", "warm", "active_start", "active_first", "active_last"), "c7_5")
     gap = dead["warm"] - dead["dead"]
+    floor = catalogue_check("C7.5", "dead-gap")["bound"]
     rows = [
         ("test LPPD", f"{dead['dead']:.3f}", f"{dead['warm']:.3f} (mean)"),
         (
@@ -420,8 +424,7 @@ def c7_5_evidence(dead: Mapping, *, hidden_first: int, floor: float = DEAD_GAP_F
     return Evidence(
         "C7.5",
         gap,
-        rule="greater",
-        expect=floor,
+        part="dead-gap",
         note="mean regular-chain LPPD minus dead-ReLU-start chain LPPD (nats per test point); "
         f"active units of hidden layer 1: start {dead['active_start']}, first kept sample "
         f"{dead['active_first']}, last sample {dead['active_last']}",
@@ -559,9 +562,10 @@ def scale_one_last(cells: Sequence[Mapping]) -> list[dict]:
 def c7_6_rank_evidence(
     rk: Mapping, rk_broken: Mapping, *, scales: Sequence[float], glorot: float, committed: bool
 ) -> Evidence:
-    """C7.6 on Fig. 12's ranks: every lower end of the clauses' intervals above 0, gated on
-    the committed cells deciding every clause (or contradicting one). ``rk_broken``: the same
-    on :func:`scale_one_last`'s cells (the negative control, shown in the table)."""
+    """C7.6 on Fig. 12's ranks: the lower ends of the clauses' intervals (part
+    ``rank-advantage``; the catalogue asks every one above 0), gated on the committed cells
+    deciding every clause (or contradicting one). ``rk_broken``: the same on
+    :func:`scale_one_last`'s cells (the negative control, shown in the table)."""
     _need(rk, ("low", "high", "mean", "supported", "contradicted", "decided"), "c7_6_rank")
     _need(rk_broken, ("outcome", "mean", "low", "high"), "c7_6_rank_evidence (control)")
     n_grid, one = len(scales), list(scales).index(1.0)
@@ -603,8 +607,7 @@ def c7_6_rank_evidence(
     return Evidence(
         "C7.6",
         rk["low"],
-        rule="greater",
-        expect=0.0,
+        part="rank-advantage",
         labels=labels,
         gate=gate,
         committed=PRIOR_RESULTS if committed else None,
@@ -640,7 +643,8 @@ def c7_6_paired_evidence(
     """C7.6's further finding ``paired-lppd``: single-chain LPPD(1) − LPPD(s) for s = 0.1, 10
     and ``glorot``, on this build's cells (``cmp``) and on the deciding cells (``decided``,
     :func:`.prior_scales.scale_comparison` of ``basis``); the lower ends of the deciding
-    intervals above 0, gated on the committed cells deciding all three."""
+    intervals (part ``paired-lppd``; the catalogue asks them above 0), gated on the committed
+    cells deciding all three."""
     for c in (cmp, decided):
         _need(c, ("grid", "delta", "low", "high", "lppd", "n_pairs"), "c7_6_paired_evidence")
     parts = {"very small (0.1)": 0.1, "very large (10)": 10.0, f"Glorot ({glorot:g})": glorot}
@@ -688,9 +692,7 @@ def c7_6_paired_evidence(
     return Evidence(
         "C7.6",
         d["low"][idx],
-        rule="greater",
-        expect=0.0,
-        finding="paired-lppd",
+        part="paired-lppd",
         labels=list(parts),
         committed=PRIOR_RESULTS if committed else None,
         gate=Gate(

@@ -218,7 +218,10 @@ def margins_table(margins: Mapping, single: Mapping, live: Mapping) -> str:
 
 
 def differences_table(summary: Mapping, sd_flag: float) -> tuple[str, dict]:
-    """C8.2: BDE(10) ours − reference per data set and metric; (table, {(dataset, metric): z})."""
+    """C8.2: BDE(10) ours − reference per data set and metric; (table, {(dataset, metric): z}).
+
+    A row is flagged where |z| exceeds ``sd_flag``, which the chapter reads from C8.2's bound in
+    the claims catalogue (:func:`.checking.catalogue_check`)."""
     rows, z_values = [], {}
     for metric in ("lppd", "rmse"):
         for dataset, d in differences(summary, metric, "bde10").items():

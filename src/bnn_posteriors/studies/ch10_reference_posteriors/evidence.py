@@ -7,7 +7,9 @@ seed by seed: the methods share a key per seed (:func:`.score.method_key`), so t
 log d(a) − log d(b) is paired, and its 95 % Student-t interval over the seeds
 (:func:`bnn_posteriors.evaluation.diagnostics.mean_interval`) gives an interval of the
 geometric-mean ratio d(a)/d(b). "a is closer than b" is the bound 1, "a is competitive with b"
-a bound above 1. Only problems whose reference mixed in function space decide; on each,
+a bound above 1; each check's bound and rule are the claims catalogue's
+(``claims/catalogue/10_reference_posteriors.toml``, the check's ``part``). Only problems whose
+reference mixed in function space decide; on each,
 
 - every interval below the bound: **reproduced**;
 - some interval above it: **not reproduced**;
@@ -21,7 +23,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from bnn_posteriors.claims.checking import Evidence, Gate
+from bnn_posteriors.claims.checking import Evidence, Gate, catalogue_check
 from bnn_posteriors.evaluation import diagnostics
 from bnn_posteriors.site import tables
 from bnn_posteriors.store import reference as reference_store
@@ -94,23 +96,24 @@ def closer(
     problem_names: Sequence[str],
     deciding: Sequence[str],
     *,
-    bound: float = 1.0,
+    part: str | None = None,
     says_what: str,
     committed: str | None = None,
     glue_prefix: str | None = None,
-    finding: str | None = None,
 ) -> Evidence:
-    """The evidence that ``a``'s distance to the reference is below ``bound`` times each of
+    """The evidence that ``a``'s distance to the reference is below the bound times each of
     ``others``' on every problem of ``deciding`` (the problems whose reference mixed, a subset
     of ``problem_names``; the rest are shown but decide nothing).
 
-    The value is the upper ends of the deciding intervals of d(a)/d(b) (rule ``less`` than
-    ``bound``); the gate fails when a pair that applies on a deciding problem has no scored
-    seeds yet, when no interval decides, or when none lies above ``bound`` and one straddles
-    it. ``says_what``: the claim in a few words ("MILE with 10 chains is
-    closer than each single-mode approximation"). ``glue_prefix``: glue each deciding
+    The rule and the bound are the catalogue's check ``part`` of ``claim``
+    (:func:`.claims.checking.catalogue_check`; ``part`` may be left out when the claim has one
+    check; a part that names a further finding decides that finding): the rule ``less``, the
+    bound 1 for "closer", above 1 for "competitive". The value is the upper ends of the
+    deciding intervals of d(a)/d(b); the gate fails when a pair that applies on a deciding
+    problem has no scored seeds yet, when no interval decides, or when none lies above the
+    bound and one straddles it. ``says_what``: the claim in a few words ("MILE with 10 chains
+    is closer than each single-mode approximation"). ``glue_prefix``: glue each deciding
     interval's ratio and ends as ``<prefix>_<problem>_<b slug>`` (and its low, high).
-    ``finding``: the further finding of the claim this evidence decides (None: the claim).
     """
     if not others:
         raise ValueError("closer: give at least one method to compare with")
@@ -118,6 +121,13 @@ def closer(
         raise ValueError(
             f"closer: deciding problems {sorted(set(deciding) - set(problem_names))} "
             f"are not among the problems {list(problem_names)}"
+        )
+    entry = catalogue_check(claim, part)
+    bound = entry.get("bound")
+    if entry["rule"] != "less" or not isinstance(bound, int | float):
+        raise ValueError(
+            f"closer: the catalogue's check {entry['part']!r} of {claim} must be the rule "
+            f"'less' with a fixed bound, got {entry['rule']!r} and {bound!r}"
         )
     if not (np.isfinite(bound) and bound > 0):
         raise ValueError(f"closer: bound must be a positive ratio, got {bound!r}")
@@ -215,13 +225,11 @@ def closer(
     return Evidence(
         claim,
         value,
-        rule="less",
-        expect=bound,
+        part=part,
         labels=labels,
         note=note,
         says=says,
         gate=gate,
-        finding=finding,
         committed=committed,
         glue=glue,
         table=table,
@@ -239,20 +247,21 @@ def constraints(problem: str) -> tuple[int, int]:
 
 def collapses(
     claim: str,
-    finding: str,
+    part: str,
     rows: Sequence[Mapping],
     a: str,
     b: str,
     problem_names: Sequence[str],
     *,
-    rtol: float,
     committed: str | None = None,
 ) -> Evidence:
     """The evidence that ``a``'s distance to the reference equals ``b``'s, seed by seed, within
-    a relative ``rtol`` on every problem of ``problem_names`` whose training outputs outnumber
-    the parameters (N·O ≥ P, so the Jacobian's null space is generically empty): the value is
-    the largest relative difference per such problem (rule ``less`` than ``rtol``). With no
-    such problem, or no paired seeds there, the gate fails."""
+    a relative tolerance on every problem of ``problem_names`` whose training outputs
+    outnumber the parameters (N·O ≥ P, so the Jacobian's null space is generically empty): the
+    value is the largest relative difference per such problem, below the bound of the
+    catalogue's check ``part`` of ``claim`` (a further finding, e.g. ``collapses-to-map``; the
+    glue ``ch10_<part>_max`` holds the largest). With no such problem, or no paired seeds
+    there, the gate fails."""
     table_rows, worst = [], {}
     for problem in problem_names:
         num_params, outputs = constraints(problem)
@@ -282,18 +291,14 @@ def collapses(
     return Evidence(
         claim,
         value,
-        rule="less",
-        expect=rtol,
+        part=part,
         labels=labels,
-        finding=finding,
         gate=gate,
         committed=committed,
         note=f"largest relative difference of the distances to the reference of {a} and {b} "
         f"over paired seeds, on the problems with N·O ≥ P: {listed}",
         says=f"where N·O ≥ P ({', '.join(worst) or 'none'}) {a} scores as {b} does, within "
         f"{max(worst.values()) if worst else float('nan'):.2g} (relative)",
-        glue={
-            f"ch10_{finding.replace('-', '_')}_max": max(worst.values()) if worst else float("nan")
-        },
+        glue={f"ch10_{part.replace('-', '_')}_max": max(worst.values()) if worst else float("nan")},
         table=tables.markdown_table(header, table_rows),
     )
