@@ -77,6 +77,8 @@ PASSING = [
     ("greater", 0.6, 0.5, {}),
     ("greater", [2.0, 3.0], [1.0, 2.0], {}),
     ("less", 0.01, 0.05, {}),
+    ("at-least", [0.5, 0.6], 0.5, {}),
+    ("at-most", [0.0, -1.0], 0.0, {}),
     ("non-increasing", [3.0, 2.0, 2.0, 1.0], None, {}),
     ("non-decreasing", [1, 1, 2], None, {}),
     ("increasing", [0.1, 0.2, 0.3], None, {}),
@@ -92,6 +94,8 @@ FAILING = [
     ("greater", 0.5, 0.5, {}),
     ("greater", [2.0, 1.0], [1.0, 2.0], {}),
     ("less", 0.05, 0.05, {}),
+    ("at-least", [0.5, 0.49], 0.5, {}),
+    ("at-most", 0.001, 0.0, {}),
     ("non-increasing", [3.0, 2.0, 2.5], None, {}),
     ("non-decreasing", [1, 0, 2], None, {}),
     ("increasing", [0.1, 0.2, 0.2], None, {}),
@@ -454,6 +458,8 @@ def test_check_returns_a_record_that_prints_as_one_line(tmp_path, monkeypatch, r
         ("approx", [0.0, 0.5], 0.0, 0.1, -0.4),
         ("greater", [3.0, 1.5], 1.0, None, 0.5),
         ("less", 0.2, 1.0, None, 0.8),
+        ("at-most", [0.0, -0.5], 0.0, None, 0.0),
+        ("at-least", [0.3, 1.5], 0.5, None, -0.2),
         ("non-increasing", [3.0, 2.0, 1.5], None, None, 0.5),
         ("increasing", [1.0, 1.2, 1.1], None, None, -0.1),
         ("true", [True, False], None, None, None),
@@ -596,3 +602,45 @@ def test_an_outcome_shows_as_a_styled_block_in_words(claims_dir, monkeypatch, st
     assert ("What would decide it:</strong> Longer chains." in block) == (status == "inconclusive")
     records = claims.Records([record, record])
     assert records._repr_html_().count('<div class="claim-outcome') == 2
+
+
+def test_the_non_strict_rules_hold_at_the_bound_and_say_so():
+    ok, words = claims.claim_rules.evaluate("at-most", [0.0, -0.25], 0.0, None, None, ["a", "b"])
+    assert (
+        ok and "a: 0, at most 0 (equal to it)" in words and "b: -0.25, at most 0 by 0.25" in words
+    )
+    ok, words = claims.claim_rules.evaluate("at-least", 0.4, 0.5, None, None)
+    assert not ok and words == "0.4, not at least 0.5 (0.1 below it)"
+    assert claims.expectation({"rule": "at-most", "expect": 0.0}) == "≤ 0"
+
+
+def test_a_part_carries_its_own_lock_and_the_claims_lock_combines_them(
+    monkeypatch, catalogue_rules, claims_dir
+):
+    """A sentence that says several things: one part holds, another does not; the claim is
+    not reproduced, each part is locked at its own status, and the catalogue refuses a claim
+    lock that is not the combination of its parts'."""
+    lock(monkeypatch, "C1.1", claims.NOT_REPRODUCED)
+    catalogue_rules(
+        {
+            "C1.1": [
+                {"part": "holds", "rule": "true", "locked": claims.REPRODUCED},
+                {"part": "fails", "rule": "true"},
+            ]
+        }
+    )
+    assert claims.part_lock("C1.1", "holds") == claims.REPRODUCED
+    assert claims.part_lock("C1.1", "fails") == claims.NOT_REPRODUCED
+    assert claims.check("C1.1", True, part="holds")["locked"] == claims.REPRODUCED
+    assert claims.check("C1.1", False, part="fails")["status"] == claims.NOT_REPRODUCED
+    with pytest.raises(claims.ClaimError, match="locks 'reproduced'"):
+        claims.check("C1.1", False, part="holds")
+    with pytest.raises(ValueError, match="combine to 'reproduced'"):
+        catalogue_rules({"C1.1": [{"part": "holds", "rule": "true", "locked": "reproduced"}]})
+    with pytest.raises(ValueError, match="may carry its own lock"):
+        catalogue_rules({"C1.1": [{"part": "p", "rule": "true", "locked": "perhaps"}]})
+    assert [claims.combined(s) for s in (["reproduced"], ["reproduced", "inconclusive"])] == [
+        "reproduced",
+        "inconclusive",
+    ]
+    assert claims.combined(["inconclusive", "not reproduced"]) == "not reproduced"

@@ -266,3 +266,39 @@ def test_the_findings_in_words_skip_a_stale_full_record():
     assert "the chains did not mix" in line and "the old reading" not in line
     counts = scorecard.summary(rows)
     assert counts["full"][scorecard.STALE] == 1 and counts["full"]["not reproduced"] == 0
+
+
+def test_a_part_locked_apart_from_its_claim_is_not_stale(catalogue_rules, monkeypatch):
+    """C6.6-like: a part that holds while the claim does not is locked at its own status; its
+    record is current, and the claim's cell is the worst of its parts in the run."""
+    claim = next(c for c in claims._read_catalogue() if c["id"] == "C1.2")
+    patched = tuple(
+        {**c, "locked": "not reproduced"} if c["id"] == "C1.2" else c
+        for c in claims._read_catalogue()
+    )
+    monkeypatch.setattr(claims, "_read_catalogue", lambda: patched)
+    catalogue_rules(
+        {
+            "C1.2": [
+                {"part": "holds", "rule": "true", "locked": "reproduced"},
+                {"part": "fails", "rule": "true"},
+            ]
+        }
+    )
+    base = {
+        **record("C1.2", "quick", "reproduced", "2025-01-01T00:00:00+00:00"),
+        "rule": "true",
+        "expect": None,
+        "tol": None,
+        "rtol": None,
+        "finding": None,
+        "run": "r",
+    }
+    holds = {**base, "part": "holds", "locked": "reproduced"}
+    fails = {**base, "part": "fails", "status": "not reproduced", "locked": "not reproduced"}
+    row = next(r for r in scorecard.scorecard([holds, fails], links={}) if r["id"] == "C1.2")
+    assert row["quick"]["status"] == "not reproduced" and not row["quick"]["stale"]
+    # the part that holds, alone: current at its own lock, though the claim's is another
+    alone = next(r for r in scorecard.scorecard([holds], links={}) if r["id"] == "C1.2")
+    assert alone["quick"]["status"] == "reproduced" and not alone["quick"]["stale"]
+    assert claim["id"] == "C1.2"

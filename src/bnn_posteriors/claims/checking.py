@@ -93,8 +93,18 @@ class Gate:
 
 
 CHECK_KEYS = frozenset(
-    {"part", "statistic", "rule", "bound", "bound_measured", "tol", "rtol", "finding"}
+    {"part", "statistic", "rule", "bound", "bound_measured", "tol", "rtol", "finding", "locked"}
 )
+
+
+def combined(statuses: Iterable[str]) -> str:
+    """The status of a claim from those of its parts: not reproduced if one part is, else
+    inconclusive if one part is, else reproduced."""
+    statuses = list(statuses)
+    for status in (NOT_REPRODUCED, INCONCLUSIVE):
+        if status in statuses:
+            return status
+    return REPRODUCED
 
 
 @functools.cache
@@ -126,6 +136,15 @@ def validated(claims: tuple[dict, ...]) -> tuple[dict, ...]:
             raise ValueError(f"claims catalogue: claim {claim['id']} repeats a part: {parts}")
         for entry in claim.get("check", []):
             _validate_check(claim, entry)
+        own = [
+            e.get("locked", claim["locked"]) for e in claim.get("check", []) if not e.get("finding")
+        ]
+        if own and combined(own) != claim["locked"]:
+            raise ValueError(
+                f"claims catalogue: claim {claim['id']} is locked as {claim['locked']!r}, but its "
+                f"parts' locks {own} combine to {combined(own)!r} (one part not reproduced makes "
+                "the claim not reproduced; else one inconclusive, inconclusive)"
+            )
     return claims
 
 
@@ -140,6 +159,11 @@ def _validate_check(claim: dict, entry: dict) -> None:
     finding = entry.get("finding")
     if finding is not None and finding not in claim.get("findings", {}):
         raise ValueError(f"{where} names finding {finding!r}, which [claim.findings] does not lock")
+    if "locked" in entry and (finding is not None or entry["locked"] not in STATUSES):
+        raise ValueError(
+            f"{where}: a part of the claim may carry its own lock (one of {STATUSES}); a "
+            "further finding is locked in [claim.findings]"
+        )
     if "bound" in entry and "bound_measured" in entry:
         raise ValueError(f"{where} has both bound and bound_measured; keep one")
     measured = entry.get("bound_measured")
@@ -206,6 +230,21 @@ def verdict(
     return claim_rules.evaluate(
         entry["rule"], value, expect, entry.get("tol"), entry.get("rtol"), labels
     )
+
+
+def part_lock(claim_id: str, part: str | None = None, finding: str | None = None) -> str:
+    """The status the catalogue locks for one check: a further finding's lock; else the part's
+    own ``locked`` where it has one (a claim whose parts differ: some hold, one does not);
+    else the claim's. ``part`` None (records from before the parts): the claim's or the
+    finding's lock."""
+    claim = _claim(claim_id)
+    if finding is not None:
+        return str(claim["findings"][finding])
+    if part is not None:
+        entry = next((e for e in claim.get("check", []) if e["part"] == part), None)
+        if entry is not None and entry.get("finding") is None:
+            return str(entry.get("locked", claim["locked"]))
+    return str(claim["locked"])
 
 
 def rule_changed(record: dict) -> bool:
@@ -481,7 +520,7 @@ def check(
     status = REPRODUCED if reproduced else NOT_REPRODUCED
     if gate is not None and not gate.passed:
         status = INCONCLUSIVE
-    locked = claim["locked"] if finding is None else claim["findings"][finding]
+    locked = part_lock(claim_id, entry["part"], finding)
     root = repo_root()
     record = {
         "id": claim_id,
@@ -674,8 +713,9 @@ def expectation(record: dict, width: int = 200) -> str:
         if record.get("rtol") is not None:
             bounds.append(f"rtol {short(record['rtol'])}")
         text = f"≈ {short(expect, width)} {' or '.join(bounds)}"
-    elif rule in ("greater", "less"):
-        text = f"{'>' if rule == 'greater' else '<'} {short(expect, width)}"
+    elif rule in ("greater", "less", "at-least", "at-most"):
+        sign = {"greater": ">", "less": "<", "at-least": "≥", "at-most": "≤"}[rule]
+        text = f"{sign} {short(expect, width)}"
     else:
         text = str(rule)
     return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,7 +1,9 @@
 """The rules of a claim check: whether a value satisfies its expectation, and by how much.
 
 A rule is ``approx`` (within ``tol``/``rtol`` of ``expect``), ``greater``/``less`` (than the
-bound ``expect``), one of the monotone rules over a sequence, or ``true`` (booleans).
+bound ``expect``, strictly), ``at-least``/``at-most`` (the bound itself allowed: "no evidence
+of harm" reads as an interval's lower end at most 0), one of the monotone rules over a
+sequence, or ``true`` (booleans).
 :func:`bnn_posteriors.claims.checking.check` validates a rule (:func:`validate`), decides it
 (:func:`evaluate`, with a sentence in words: the measured values, named by their labels,
 against the bound and by how much) and records its :func:`margin`.
@@ -19,12 +21,20 @@ RULES = (
     "approx",
     "greater",
     "less",
+    "at-least",
+    "at-most",
     "non-increasing",
     "non-decreasing",
     "increasing",
     "decreasing",
     "true",
 )
+_BOUNDS = {  # rule → (value above the bound?, strict?, its word)
+    "greater": (True, True, "above"),
+    "less": (False, True, "below"),
+    "at-least": (True, False, "at least"),
+    "at-most": (False, False, "at most"),
+}
 _MONOTONE = {
     "non-increasing": (np.less_equal, "≤"),
     "non-decreasing": (np.greater_equal, "≥"),
@@ -56,7 +66,7 @@ def validate(rule: str, expect: Any, tol: float | None, rtol: float | None) -> N
             raise ValueError("rule 'approx' needs tol= (absolute) or rtol= (relative)")
     elif tol is not None or rtol is not None:
         raise ValueError(f"tol/rtol apply to rule 'approx' only, not to {rule!r}")
-    if rule in ("greater", "less") and expect is None:
+    if rule in _BOUNDS and expect is None:
         raise ValueError(f"rule {rule!r} needs expect= (the bound)")
     if rule in (*_MONOTONE, "true") and expect is not None:
         raise ValueError(f"rule {rule!r} takes no expect= (the rule is the expectation)")
@@ -138,11 +148,14 @@ def evaluate(
             )
         ]
     else:
-        word, other = ("above", "below") if rule == "greater" else ("below", "above")
-        diff = (array - bound if rule == "greater" else bound - array).ravel()
-        ok = diff > 0
+        upper, strict, word = _BOUNDS[rule]
+        other = "below" if upper else "above"
+        diff = (array - bound if upper else bound - array).ravel()
+        ok = diff > 0 if strict else diff >= 0
         items = [
             f"{fmt(v)}, {word} {fmt(b)} by {fmt(d)}"
+            if good and d > 0
+            else f"{fmt(v)}, {word} {fmt(b)} (equal to it)"
             if good
             else f"{fmt(v)}, not {word} {fmt(b)}"
             + (f" ({fmt(-d)} {other} it)" if d < 0 else " (equal to it)")
@@ -185,11 +198,12 @@ def margin(
 ) -> float | None:
     """How far a check's value is inside (> 0) or outside (< 0) its bound, in its own units.
 
-    ``approx``: min of max(tol, rtol·|expect|) − |value − expect|; ``greater``/``less``: min of
-    value − bound / bound − value; the monotone rules: the smallest step in the required
-    direction. None for rule ``true`` (a boolean has no distance) and for values with NaN.
-    Elementwise checks report their worst element, so a margin ≤ 0 is a failed check
-    (a strict rule fails at 0).
+    ``approx``: min of max(tol, rtol·|expect|) − |value − expect|; ``greater``/``at-least``
+    and ``less``/``at-most``: min of value − bound / bound − value; the monotone rules: the
+    smallest step in the required direction. None for rule ``true`` (a boolean has no
+    distance) and for values with NaN. Elementwise checks report their worst element, so a
+    margin < 0 is a failed check (a strict rule fails at 0 too; ``at-least``/``at-most``
+    hold there).
     """
     if rule == "true":
         return None
@@ -204,7 +218,8 @@ def margin(
     if rule == "approx":
         allowed = np.maximum(tol or 0.0, (rtol or 0.0) * np.abs(bound))
         return float(np.min(allowed - np.abs(array - bound)))
-    return float(np.min(array - bound if rule == "greater" else bound - array))
+    upper = _BOUNDS[rule][0]
+    return float(np.min(array - bound if upper else bound - array))
 
 
 def _monotone(rule: str, array: np.ndarray, labels) -> tuple[bool, str]:

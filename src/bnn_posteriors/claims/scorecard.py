@@ -104,9 +104,21 @@ def _cells(newest: dict, claim_id: str, finding: str | None, locked: str) -> dic
         record = newest.get((claim_id, finding, profile))
         cells[profile] = _cell(record)
         cells[profile]["stale"] = record is not None and (
-            record.get("locked") not in (None, locked) or claims.rule_changed(record)
+            record.get("locked") not in (None, _lock_today(record, locked))
+            or claims.rule_changed(record)
         )
     return cells
+
+
+def _lock_today(record: dict, locked: str) -> str:
+    """The catalogue's lock today for the check a record made: its part's own lock where the
+    part has one, else ``locked`` (the claim's or the finding's)."""
+    if record.get("part") and record.get("finding") is None:
+        try:
+            return claims.part_lock(record["id"], record["part"])
+        except ValueError:
+            return locked
+    return locked
 
 
 def _cell(record: dict | None) -> dict:

@@ -263,6 +263,7 @@ def summarise(sweep: dict) -> list[dict]:
                     "id": key[0],
                     "finding": key[1],
                     "index": key[2],
+                    "part": next((c.get("part") for c in found if c), None),
                     "chapter": chapter,
                     "seeds": [run["seed"] for run in chapter_runs],
                     "statuses": statuses,
@@ -302,11 +303,11 @@ def seeds_by_claim(sweep: dict | None) -> dict[str, str]:
     for row in summarise(sweep):
         if row["finding"] is None:
             per_claim.setdefault(row["id"], []).append(row)
-    today = {claim["id"]: claim["locked"] for claim in claims.catalogue()}
     cells = {}
     for claim_id, rows in per_claim.items():
         if any(
-            row["locked"] not in (None, today.get(claim_id)) or row["rule_changed"] for row in rows
+            row["locked"] not in (None, _lock_today(claim_id, row)) or row["rule_changed"]
+            for row in rows
         ):
             cells[claim_id] = STALE
             continue
@@ -318,6 +319,15 @@ def seeds_by_claim(sweep: dict | None) -> dict[str, str]:
         ok = sum(all(s == lock for s, lock in zip(seed, locks, strict=True)) for seed in by_seed)
         cells[claim_id] = f"{ok} of {len(by_seed)}"
     return cells
+
+
+def _lock_today(claim_id: str, row: dict) -> str | None:
+    """Today's catalogue lock of a swept check: its part's (:func:`.checking.part_lock`), the
+    claim's for rows from before the parts; None for a claim no longer in the catalogue."""
+    try:
+        return claims.part_lock(claim_id, row.get("part"))
+    except ValueError:
+        return None
 
 
 def chapter_commits(sweep: dict | None) -> dict[str, str]:

@@ -117,21 +117,41 @@ def test_c6_5_ring_entropy():
     assert passes(evidence.c6_5(ent))
 
 
-def uci_rows(mb=0.3):
+def uci_rows(mb=0.3, mb_seconds=1.0):
     return [
-        (n, m, {"LA": 0.7, "Lin LA": 0.2, "MetricBNN": mb}[m], 0.0, 1.0, 0.5)
+        (
+            n,
+            m,
+            {"LA": 0.7, "Lin LA": 0.2, "MetricBNN": mb}[m],
+            0.0,
+            {"LA": 2.0, "Lin LA": 3.0, "MetricBNN": mb_seconds}[m],
+            0.5,
+        )
         for n in mbx.data.UCI_CLASSIFICATION
         for m in mbx.METHODS
     ]
 
 
-def test_c6_6_counts_the_wins():
-    sampled, lin = evidence.c6_6(uci_rows(), uci_rows(), None)
+def test_c6_6_decides_the_whole_sentence_in_three_parts():
+    sampled, lin, efficiency = evidence.c6_6(uci_rows(), uci_rows(), None)
     assert sampled.value == 6 and rule_of(sampled) == ("greater", 4.5, None) and passes(sampled)
-    assert lin.value == 0 and rule_of(lin) == ("greater", 4.5, "linearised-la")
+    assert lin.value == 0 and rule_of(lin) == ("greater", 4.5, None)
     assert not passes(lin)
-    assert sampled.glue["ch6_wins_la"] == 6 and "Lin LA (full profile)" in sampled.table
+    assert efficiency.value == 6 and rule_of(efficiency) == ("greater", 4.5, None)
+    assert passes(efficiency)
+    assert sampled.glue["ch6_wins_la"] == 6 and "Lin LA's (deciding run)" in sampled.table
     assert not passes(evidence.c6_6(uci_rows(mb=0.9), uci_rows(), None)[0])
+    # MetricBNN slower than the faster LA (2 s) on every set: the efficiency part fails
+    slow = evidence.c6_6(uci_rows(), uci_rows(mb_seconds=4.4), None)[2]
+    assert slow.value == 0 and not passes(slow)
+    assert sampled.glue["ch6_slower_max"] == pytest.approx(0.5)
+    assert evidence.c6_6(uci_rows(), uci_rows(mb_seconds=4.4), None)[0].glue[
+        "ch6_slower_min"
+    ] == pytest.approx(2.2)
+    # between the two LAs' times (2 s and 3 s): not faster than both
+    assert evidence.c6_6(uci_rows(), uci_rows(mb_seconds=2.5), None)[2].value == 0
+    # the paper's own Table 1 log times: MetricBNN below both LAs on 4 of the 6 sets
+    assert sampled.glue["ch6_paper_faster"] == 4
 
 
 def test_c6_7_mnist_orderings():

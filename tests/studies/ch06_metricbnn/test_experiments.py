@@ -177,6 +177,23 @@ def test_uci_run_table_and_wins(monkeypatch):
     assert mbx.wins_over(table, "LA", names=("a", "b")) == {"a": True, "b": False}
 
 
+def test_faster_than_needs_every_rival_slower():
+    table = [
+        ("a", "MetricBNN", 0.3, 0.0, 1.0),
+        ("a", "LA", 0.6, 0.0, 2.0),
+        ("a", "Lin LA", 0.6, 0.0, 3.0),
+        ("b", "MetricBNN", 0.3, 0.0, 2.5),
+        ("b", "LA", 0.6, 0.0, 2.0),
+        ("b", "Lin LA", 0.6, 0.0, 3.0),
+        ("c", "MetricBNN", 0.3, 0.0, 2.0),
+        ("c", "LA", 0.6, 0.0, 2.0),
+        ("c", "Lin LA", 0.6, 0.0, 3.0),
+    ]
+    found = mbx.faster_than(table, ("LA", "Lin LA"), names=("a", "b", "c"))
+    assert found == {"a": True, "b": False, "c": False}  # a tie is not faster
+    assert mbx.faster_than(table, ("Lin LA",), names=("a", "b", "c")) == dict.fromkeys("abc", True)
+
+
 @pytest.mark.slow
 def test_uci_fit_probs_and_settings(monkeypatch, tiny_cfg):
     rng = np.random.default_rng(3)

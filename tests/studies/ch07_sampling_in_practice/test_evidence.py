@@ -217,27 +217,57 @@ def cells(n_cells: int = 4, one_best: bool = True):
     return out
 
 
+def _ranked(cells_, mild=(0.5, 2.0)):
+    return prior_scales.rank_clauses(
+        np.random.default_rng(0), cells_, 5, mild=mild, num_resamples=100
+    )
+
+
 def test_c7_6():
     basis = cells()
-    rk = prior_scales.rank_clauses(np.random.default_rng(0), basis, 5, num_resamples=100)
+    rk = _ranked(basis)
     kw = dict(scales=CFG.scales, glorot=0.25, committed=True)
     glue, table = ev.rank_report(rk, **kw)
     assert (glue["glorot_worse"], glue["glorot_better"]) == (2, 2) and "depth" in table
     assert glue["rank1_lppd"] == 1.0 and "rk_LPPD_glorot_low" in glue
+    assert glue["rk_LPPD_mild0"] == 2.0 and glue["rk_RMSE_mild1_low"] == 1.0
+    assert "mild 0.5" in table and "mild 2" in table
     broken = ev.scale_one_last(basis)
     assert all(c["lppd"][2] < min(c["lppd"][:2] + c["lppd"][3:]) for c in broken)
-    rk_broken = prior_scales.rank_clauses(np.random.default_rng(0), broken, 5, num_resamples=100)
-    e = ev.c7_6_rank_evidence(rk, rk_broken, **kw)
-    assert (e.part, rule_of(e), e.committed) == (
-        "rank-advantage",
-        ("greater", 0.0, None),
-        ev.PRIOR_RESULTS,
-    )
-    assert not e.gate.passed and "contain 0" in e.gate.why  # the Glorot clause is undecided
-    assert e.glue["broken_outcome"] == "not reproduced" and "scale 1 last" in e.table
-    assert not passes(ev.c7_6_rank_evidence(rk_broken, rk_broken, **kw))
+    rk_broken = _ranked(broken)
+    clauses, no_harm, not_beneficial, worse = ev.c7_6_rank_evidence(rk, rk_broken, **kw)
+    parts = [(e.part, rule_of(e), e.committed) for e in (clauses, no_harm, not_beneficial, worse)]
+    assert parts == [
+        ("clauses", ("greater", 0.0, None), ev.PRIOR_RESULTS),
+        ("mild-no-harm", ("at-most", 0.0, None), ev.PRIOR_RESULTS),
+        ("glorot-not-beneficial", ("at-least", 0.0, None), ev.PRIOR_RESULTS),
+        ("glorot-worse", ("greater", 0.0, "glorot-worse"), ev.PRIOR_RESULTS),
+    ]
+    # scale 1 is the best in every cell, 0.1 and 10 the worst: robust and deterioration hold
+    assert clauses.gate.passed and passes(clauses) and len(clauses.value) == 6
+    # 0.5 and 2 rank below 1 in every cell: the cells show harm, the part fails
+    assert not passes(no_harm) and "ranks clearly below scale 1" in no_harm.says
+    # the Glorot scale is below 1 in 2 cells and above it in 2: no evidence of benefit ...
+    assert passes(not_beneficial) and "no evidence that it is beneficial" in not_beneficial.says
+    # ... nor that it is worse: the further finding is undecided
+    assert not worse.gate.passed and "contain 0" in worse.gate.why
+    assert clauses.glue["broken_outcome"] == "not reproduced" and "scale 1 last" in clauses.table
+    assert not passes(ev.c7_6_rank_evidence(rk_broken, rk_broken, **kw)[0])
+    # the Glorot scale best in every cell: evidence that it is beneficial, the part fails
+    better = [dict(c, lppd=[*c["lppd"][:5], 2.0], rmse=[*c["rmse"][:5], 0.0]) for c in basis]
+    assert not passes(ev.c7_6_rank_evidence(_ranked(better), rk_broken, **kw)[2])
+    # 0.5 and 2 above scale 1 in half the cells: no evidence of harm, the part holds
+    mixed = [
+        dict(c, lppd=[c["lppd"][0], 1.2, 1.0, 1.3, *c["lppd"][4:]]) if i % 2 else c
+        for i, c in enumerate(basis)
+    ]
+    mixed = [dict(c, rmse=[1.0 - v / 10 for v in c["lppd"]]) for c in mixed]
+    assert passes(ev.c7_6_rank_evidence(_ranked(mixed), rk_broken, **kw)[1])
     missing = ev.c7_6_rank_evidence(rk, rk_broken, **dict(kw, committed=False))
-    assert missing.committed is None and "missing" in missing.gate.why
+    assert all(m.committed is None and "missing" in m.gate.why for m in missing)
+    assert not any(m.gate.passed for m in missing)
+    with pytest.raises(ValueError, match="no columns of the clauses"):
+        ev.c7_6_rank_evidence(_ranked(basis, mild=()), rk_broken, **kw)
     cmp = prior_scales.scale_comparison(np.random.default_rng(0), basis, 5, num_resamples=50)
     paired = ev.c7_6_paired_evidence(cmp, cmp, basis, glorot=0.25, committed=True)
     assert (paired.part, rule_of(paired)) == ("paired-lppd", ("greater", 0.0, "paired-lppd"))

@@ -262,16 +262,35 @@ def test_rank_clauses_are_inconclusive_when_glorot_ranks_on_both_sides_of_1():
     assert not out["decided"] and out["supported"][:3].all()
 
 
+def test_the_small_deviations_add_columns_after_the_eight_clauses():
+    """The harm rank(s) − rank(1) of each ``mild`` scale, after the eight columns, which
+    (and whose intervals) do not change; the conjunction stays that of the eight."""
+    # grid (10, 1, 0.1; Glorot): 10 beats 1 in half of the cells
+    values = [[0.2 + 0.7 * (i % 2), 0.5, -0.5, 0.3] for i in range(6)]
+    plain = study.rank_clauses(np.random.default_rng(0), rank_cells(values), 3, num_resamples=500)
+    out = study.rank_clauses(
+        np.random.default_rng(0), rank_cells(values), 3, mild=(10.0,), num_resamples=500
+    )
+    for key in ("mean", "low", "high"):
+        np.testing.assert_allclose(out[key][:8], plain[key])
+    assert out["clauses"][8:] == ["mild 10", "mild 10"] and out["metrics"][8:] == ["LPPD", "RMSE"]
+    np.testing.assert_allclose(out["mean"][8:], [0.0, 0.0])  # +1 and -1 in alternate cells
+    assert out["low"][8] < 0 < out["high"][8] and out["outcome"] == plain["outcome"]
+
+
 def test_rank_clauses_reject_grids_without_the_scales():
     cells = rank_cells([[0.2, 0.5, -0.5, 0.3]] * 2)
     with pytest.raises(ValueError, match="not in the cells' grid"):
         study.rank_clauses(np.random.default_rng(0), cells, 3, glorot=0.3)
     with pytest.raises(ValueError, match="must hold 1"):
         study.rank_clauses(np.random.default_rng(0), cells, 4)
+    with pytest.raises(ValueError, match="not in the cells' grid"):
+        study.rank_clauses(np.random.default_rng(0), cells, 3, mild=(0.5,))
 
 
 def test_the_committed_cells_decide_the_rank_clauses_as_locked():
-    """The 8 committed cells: scale 1 robust, 0.1 and 10 worse, the Glorot clause undecided."""
+    """The 8 committed cells: scale 1 robust, 0.1 and 10 worse, no harm from 0.5 and 2, no
+    evidence of benefit from the Glorot scale (and none that it is worse)."""
     full = profiles.settings("07_sampling_in_practice", "full")
     cells = study.committed_cells(full)
     if cells is None:
@@ -280,7 +299,12 @@ def test_the_committed_cells_decide_the_rank_clauses_as_locked():
         np.random.default_rng([full.seed, 76]),
         cells,
         len(full.scales),
+        glorot=full.glorot_scale,
+        mild=full.mild_scales,
         num_resamples=full.n_boot_pairs,
     )
     assert out["n_cells"] == 8 and out["supported"][[0, 1, 2, 4, 5, 6]].all()
+    # no evidence that the Glorot scale is beneficial, none that it is worse
     assert out["low"][3] < 0 < out["high"][3] and out["outcome"] == "inconclusive"
+    assert (out["high"][[3, 7]] >= 0).all()
+    assert (out["low"][8:] <= 0).all()  # no evidence of harm from 0.5 and 2

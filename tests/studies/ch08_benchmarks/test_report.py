@@ -70,6 +70,27 @@ def test_authors_gaps_against_the_reference():
     assert set(gaps["de_gaps"]) == {"airfoil", "energy"}
 
 
+def test_described_gaps_score_the_described_predictive_against_table_2():
+    """The described LPPD (column "correct") minus Table 2's, per baseline; a summary whose
+    described LPPD is Table 2's passes C8.3's rule, the test summary's (0.1) does not."""
+    ref = references.sap_table2()
+    summary = _summary()
+    gaps = benchmark_report.described_gaps(summary, ["airfoil", "energy"])
+    assert gaps["gaps"][("airfoil", "mfvi")] == pytest.approx(
+        0.1 - ref["airfoil"]["mfvi"]["lppd"][0]
+    )
+    assert gaps["max_gap"] == max(abs(g) for g in gaps["gaps"].values()) > 1.0
+    assert checking.verdict("C8.3", gaps["max_gap"], part="described-variance")[0] is False
+    for d in ("airfoil", "energy"):  # the described predictive lands on Table 2
+        for m in ("laplace", "mfvi"):
+            summary[d][m]["lppd"] = (ref[d][m]["lppd"][0] + 0.05, 0.0, 3)
+    matched = benchmark_report.described_gaps(summary, ["airfoil", "energy"])
+    assert matched["max_gap"] == pytest.approx(0.05)
+    assert checking.verdict("C8.3", matched["max_gap"], part="described-variance")[0] is True
+    with pytest.raises(ValueError, match="no summary of the data sets"):
+        benchmark_report.described_gaps(summary, ["concrete"])
+
+
 def _row(dataset, split, unit, wall, tuning=100, lppd=0.5):
     return {
         "dataset": dataset,
@@ -164,6 +185,7 @@ def test_the_chapters_checks_take_their_rules_from_the_catalogue(catalogue_rules
         for claim, part in (
             ("C8.1", "ranking-margin"),
             ("C8.2", "largest-difference"),
+            ("C8.3", "described-variance"),
             ("C8.3", "authors-evaluation"),
         )
     ]
@@ -171,6 +193,7 @@ def test_the_chapters_checks_take_their_rules_from_the_catalogue(catalogue_rules
         ("greater", 0.0, None),
         ("less", 3.0, None),
         ("less", 0.1, None),
+        ("less", 0.1, "authors-evaluation"),
     ]
     assert checking.verdict("C8.2", 1.6, part="largest-difference")[0]
     assert not checking.verdict("C8.2", 3.5, part="largest-difference")[0]

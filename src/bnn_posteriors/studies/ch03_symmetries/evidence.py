@@ -24,7 +24,9 @@ INVARIANT = (
     ("relu", "rescaling"),
     ("tanh", "sign flip"),
 )
-PAPER_SMALLEST_TAU2 = 0.01  # the smallest prior variance of [SAP] Fig. 2's claim
+# the smallest prior variance [SAP] Fig. 2 may show: its panel says tau^2 = 0.1, the authors'
+# figure script names that run's configuration SCALE01 (a prior scale 0.1: tau^2 = 0.01)
+PAPER_SMALLEST_TAU2 = 0.01
 
 
 def _quantities(rows) -> str:

@@ -320,6 +320,7 @@ def rank_clauses(
     small: float = 0.1,
     large: float = 10.0,
     glorot: float = 0.25,
+    mild: Sequence[float] = (),
     num_resamples: int = 2000,
 ) -> dict:
     """[SAP] App. D.6's three clauses decided on Fig. 12's statistic: ranks of the scales by
@@ -334,32 +335,36 @@ def rank_clauses(
     - ``small`` and ``large`` (rank(s) − rank(1) among the paper's K scales: "clear
       deterioration" when positive),
     - ``glorot`` (rank(glorot) − rank(1) among the K scales and ``glorot``: "too small",
-      not better than 1, when positive).
+      not better than 1, when positive),
+    - each of ``mild`` (rank(s) − rank(1) among the K scales: "small deviations do not seem to
+      harm", the harm when positive), in columns after the eight others.
 
     Each column's mean over cells is its difference of average ranks (Fig. 12 shows average
     ranks); its 95 % percentile bootstrap interval resamples whole cells
     (:func:`diagnostics.paired_interval`, percentile, ``rng`` a NumPy Generator). Returns
-    ``clauses`` and ``metrics`` (the column labels, 2 × 4 columns: LPPD first), ``advantage``
-    (cells, 8),
+    ``clauses`` and ``metrics`` (the column labels, 2 × 4 columns: LPPD first, then the
+    ``mild`` columns: for each metric one per scale, labelled "mild <s>"), ``advantage``
+    (cells, 8 + 2·len(mild)),
     ``mean``, ``low``, ``high`` (8,), ``ranks`` {metric: (cells, K)}, ``glorot_ranks``
     {metric: (cells, K + 1)}, ``depth_rank_1`` {metric: {depth: scale 1's average rank over
-    the cells of that depth}}, and :func:`three_way`'s decision of the conjunction.
+    the cells of that depth}}, and :func:`three_way`'s decision of the conjunction of the
+    first eight columns.
     """
     grid = [float(s) for s in cells[0]["settings"]["grid"]]
     if any([float(s) for s in c["settings"]["grid"]] != grid for c in cells):
         raise ValueError("all cells must share one grid of scales")
-    for s in (1.0, small, large, glorot):
+    for s in (1.0, small, large, glorot, *mild):
         if s not in grid:
             raise ValueError(f"scale {s:g} is not in the cells' grid {grid}")
     k = positive_int("n_ranked", n_ranked)
     ranked = grid[:k]
-    if glorot in ranked or {1.0, small, large} - set(ranked):
+    if glorot in ranked or {1.0, small, large, *mild} - set(ranked):
         raise ValueError(
-            f"the first {k} scales {ranked} must hold 1, {small:g} and {large:g} "
-            f"but not the Glorot scale {glorot:g}"
+            f"the first {k} scales {ranked} must hold 1, {small:g}, {large:g} and the mild "
+            f"scales {list(mild)} but not the Glorot scale {glorot:g}"
         )
     with_glorot = [*range(k), grid.index(glorot)]
-    columns, ranks, glorot_ranks, depth_rank_1 = [], {}, {}, {}
+    columns, mild_columns, ranks, glorot_ranks, depth_rank_1 = [], [], {}, {}, {}
     depths = np.array([c["settings"]["depth"] for c in cells])
     for metric, higher in (("LPPD", True), ("RMSE", False)):
         values = np.array([c[metric.lower()] for c in cells])  # (cells, grid)
@@ -372,17 +377,21 @@ def rank_clauses(
             r[:, ranked.index(large)] - r[:, one],
             rg[:, -1] - rg[:, one],
         ]
+        mild_columns += [r[:, ranked.index(s)] - r[:, one] for s in mild]
         ranks[metric], glorot_ranks[metric] = r, rg
         depth_rank_1[metric] = {
             int(d): float(r[depths == d, one].mean()) for d in sorted(set(depths.tolist()))
         }
-    advantage = np.stack(columns, axis=1).astype(float)  # (cells, 8)
+    advantage = np.stack(columns + mild_columns, axis=1).astype(float)  # (cells, 8 + 2·mild)
     mean, low, high = diagnostics.paired_interval(
         advantage, method="percentile", n_resamples=num_resamples, rng=rng
     )
     return {
-        "clauses": [*RANK_CLAUSES, *RANK_CLAUSES],
-        "metrics": ["LPPD"] * len(RANK_CLAUSES) + ["RMSE"] * len(RANK_CLAUSES),
+        "clauses": [*RANK_CLAUSES, *RANK_CLAUSES, *[f"mild {s:g}" for s in mild] * 2],
+        "metrics": ["LPPD"] * len(RANK_CLAUSES)
+        + ["RMSE"] * len(RANK_CLAUSES)
+        + ["LPPD"] * len(mild)
+        + ["RMSE"] * len(mild),
         "advantage": advantage,
         "mean": mean,
         "low": low,
@@ -392,5 +401,5 @@ def rank_clauses(
         "depth_rank_1": depth_rank_1,
         "middle": (k + 1) / 2,
         "n_cells": len(cells),
-        **three_way(low, high),
+        **three_way(low[: 2 * len(RANK_CLAUSES)], high[: 2 * len(RANK_CLAUSES)]),
     }
