@@ -50,7 +50,12 @@ def claims_dir(tmp_path, monkeypatch):
 def lock(monkeypatch, claim_id: str, status: str) -> None:
     """Make the catalogue lock ``claim_id`` at ``status``."""
     original = claims._read_catalogue()
-    patched = tuple({**c, "locked": status} if c["id"] == claim_id else c for c in original)
+
+    def relocked(claim: dict) -> dict:  # its parts lose their own locks: all at the claim's
+        checks = [{k: v for k, v in e.items() if k != "locked"} for e in claim.get("check", [])]
+        return {**claim, "locked": status, "check": checks}
+
+    patched = tuple(relocked(c) if c["id"] == claim_id else c for c in original)
     monkeypatch.setattr(claims, "_read_catalogue", lambda: patched)
 
 
@@ -317,7 +322,7 @@ def test_record_fields_and_path(claims_dir, ruled):
 
 @pytest.fixture
 def true_rules(catalogue_rules):
-    catalogue_rules({c: [{"part": "p", "rule": "true"}] for c in ("C1.1", "C1.2", "C2.1")})
+    catalogue_rules({c: [{"part": "p", "rule": "true"}] for c in ("C1.1", "C1.3", "C2.1")})
 
 
 def test_seed_from_environment(monkeypatch, true_rules):
@@ -333,7 +338,7 @@ def test_seed_defaults_to_the_chapters_seed(monkeypatch, true_rules):
 
 def test_checks_of_one_run_share_a_run_id(true_rules):
     first = claims.check("C1.1", True)
-    second = claims.check("C1.2", True)
+    second = claims.check("C1.3", True)
     assert first["run"] == second["run"] == claims.RUN_ID
 
 

@@ -146,7 +146,8 @@ def test_the_scorecard_fits_a_page_with_every_status_and_seed_count():
     rows = scorecard.scorecard([stale], links={}, seed_counts=seeds)
     text = scorecard.scorecard_markdown(rows)
     by_id = {line.split(" | ")[0][2:]: line.split(" | ") for line in text.splitlines()[2:]}
-    assert by_id["C1.2"][3] == "✗\u00a0(stale)" and by_id["C1.2"][4] == "stale |"
+    mark = "✓" if other == "reproduced" else "✗"
+    assert by_id["C1.2"][3] == f"{mark}\u00a0(stale)" and by_id["C1.2"][4] == "stale |"
     assert by_id["C1.1"][4] == "committed |" and by_id["C1.3"][4] == "12/20 |"
 
 
@@ -224,7 +225,8 @@ def test_a_record_checked_against_an_older_lock_is_stale():
         {**record("C1.2", "full", other, "2025-01-01T00:00:00+00:00"), "locked": other},
         {**record("C1.2", "quick", lock, "2025-01-01T00:00:00+00:00"), "locked": lock},
     ]
-    row = next(r for r in scorecard.scorecard(records, links={}) if r["id"] == "C1.2")
+    rows = scorecard.scorecard(records, links={}, seed_counts={})
+    row = next(r for r in rows if r["id"] == "C1.2")
     assert row["full"]["stale"] and not row["quick"]["stale"]
     line = next(ln for ln in scorecard.scorecard_markdown([row]).splitlines() if "C1.2" in ln)
     assert line.count("stale") == 1

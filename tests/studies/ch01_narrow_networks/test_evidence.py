@@ -64,26 +64,41 @@ def test_c1_1_takes_the_largest_deviation():
         evidence.c1_1_evidence({})
 
 
-def _penalty(patterns_at_3=4, gap=1e-9):
-    row = dict(magnitude_gap=gap, rel_gap=1e-9, zero_starts=0)
+def _penalty(patterns_at_3=4, gap=1e-9, patterns_at_2=2, sign=1):
+    row = dict(magnitude_gap=gap, rel_gap=1e-9, zero_starts=0, beta_sign=sign)
     return {
-        (2, 0.5): dict(row, patterns=2),
+        (2, 0.5): dict(row, patterns=patterns_at_2),
         (3, 0.5): dict(row, patterns=patterns_at_3, zero_starts=3),
     }
 
 
 def test_c1_2_c1_3_count_sign_patterns_and_gaps():
-    found, magnitude, gap = evidence.c1_2_c1_3_evidence(_penalty())
-    assert [e.claim for e in (found, magnitude, gap)] == ["C1.2", "C1.2", "C1.3"]
-    assert (found.part, magnitude.part, gap.part) == ("sign-patterns", "magnitude", "minima")
+    found, magnitude, even, gap = evidence.c1_2_c1_3_evidence(_penalty())
+    assert [e.claim for e in (found, magnitude, even, gap)] == ["C1.2", "C1.2", "C1.2", "C1.3"]
+    assert (found.part, magnitude.part, even.part, gap.part) == (
+        "sign-patterns",
+        "magnitude",
+        "even-depth",
+        "minima",
+    )
     assert rule(found) == ("true", None, None, None) and np.all(found.value)
     assert rule(magnitude) == ("less", 1e-6, None, None)
+    assert rule(even) == ("approx", None, 0.5, None)
     assert rule(gap) == ("approx", 0.0, 1e-6, None)
     assert found.glue == {"c12_zero_starts": 3} and len(found.table.splitlines()) == 4
     assert all(reproduces(e) for e in (found, magnitude, gap))
+    # the parenthesis "(or 2^L if L is even and sgn = 1)": 2 patterns at L = 2, not 4
+    assert list(even.value) == [2] and list(even.bound) == [4] and not reproduces(even)
+    assert "the parenthesis counts 4 = 2^L: only the sign vectors" in even.says
+    assert checking.part_lock("C1.2", "even-depth") == "not reproduced"
+    assert checking.part_lock("C1.2", "sign-patterns") == "reproduced"
+    # a minimiser set with 2^L patterns at the even depth would reproduce the parenthesis
+    assert reproduces(evidence.c1_2_c1_3_evidence(_penalty(patterns_at_2=4))[2])
     broken = evidence.c1_2_c1_3_evidence(_penalty(patterns_at_3=8, gap=1e-3))
     assert list(broken[0].value) == [True, False]
     assert not reproduces(broken[0]) and not reproduces(broken[1])
+    with pytest.raises(ValueError, match="even depth with a positive slope"):
+        evidence.c1_2_c1_3_evidence(_penalty(sign=-1))
 
 
 def test_c1_7_compares_minima_and_minimisers():

@@ -36,6 +36,7 @@ def test_penalised_minima_match_and_have_sign_patterns():
     grid = narrow_minima.penalised_minima_grid(jax.random.key(1), (2,), (0.5,), X, Y, SIGMA, **OPT)
     r = grid[2, 0.5]
     assert r["patterns"] == 2  # 2^(L-1): (+, +) and (-, -) for a positive slope
+    assert r["beta_sign"] == 1
     assert r["rel_gap"] < 1e-6 and r["magnitude_gap"] < 1e-6
     assert r["rel_gap"] == abs(r["min_w"] - r["min_beta"]) / abs(r["min_beta"])
 

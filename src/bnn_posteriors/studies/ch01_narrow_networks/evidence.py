@@ -72,11 +72,16 @@ def c1_1_evidence(orbit_dev: Mapping[int, float]) -> Evidence:
     )
 
 
-def c1_2_c1_3_evidence(penalty: Mapping) -> tuple[Evidence, Evidence, Evidence]:
-    """C1.2 (2^(L−1) sign patterns of equal magnitudes) and C1.3 (eqs. 2 and 3 have the
-    same minima); ``penalty`` is ``{(L, ψ): dict}`` of :func:`narrow_minima.penalised_minima_grid`.
-    Glues ``c12_zero_starts``, the starts that end at w = 0 for L ≥ 3."""
+def c1_2_c1_3_evidence(penalty: Mapping) -> tuple[Evidence, Evidence, Evidence, Evidence]:
+    """C1.2 in three parts (2^(L−1) sign patterns; equal magnitudes; the parenthesis "or 2^L if
+    L is even and sgn(β̂) = 1", on the even depths with a positive slope) and C1.3 (eqs. 2 and
+    3 have the same minima); ``penalty`` is ``{(L, ψ): dict}`` of
+    :func:`narrow_minima.penalised_minima_grid`. Glues ``c12_zero_starts``, the starts that end
+    at w = 0 for L ≥ 3."""
     _nonempty("penalty", penalty)
+    even = {(d, psi): r for (d, psi), r in penalty.items() if d % 2 == 0 and r["beta_sign"] == 1}
+    if not even:
+        raise ValueError("C1.2's parenthesis needs an even depth with a positive slope β_pen")
     found = [r["patterns"] for r in penalty.values()]
     expected = [2 ** (depth - 1) for (depth, _) in penalty]
     header = (
@@ -117,6 +122,25 @@ def c1_2_c1_3_evidence(penalty: Mapping) -> tuple[Evidence, Evidence, Evidence]:
             max(r["magnitude_gap"] for r in penalty.values()),
             part="magnitude",
             note="global minimisers have |w_l| = |beta_pen|^(1/L) for all l",
+        ),
+        Evidence(
+            "C1.2",
+            np.array([r["patterns"] for r in even.values()]),
+            part="even-depth",
+            bound=np.array([2**d for d, _ in even]),
+            labels=[f"L = {d}, ψ = {psi:.1f}" for d, psi in even],
+            note="distinct sign patterns among the global minimisers at the even depths, where "
+            "sgn(beta_pen) = 1, against the parenthesis's 2^L",
+            says="at the even depths the minimisers have "
+            + ", ".join(f"{r['patterns']}" for r in even.values())
+            + " sign patterns where the parenthesis counts "
+            + ", ".join(f"{2**d}" for d, _ in even)
+            + " = 2^L"
+            + (
+                ": only the sign vectors whose product is sgn(β̂) minimise eq. (2)"
+                if any(r["patterns"] != 2**d for (d, _), r in even.items())
+                else ""
+            ),
         ),
         Evidence(
             "C1.3",

@@ -94,8 +94,8 @@ def penalised_minima(
     (:func:`optim.multistart_minimise`); eq. (3) by :func:`theory.minimise_1d`. Returns
     ``patterns`` (distinct sign patterns among the global minimisers), ``min_w``,
     ``min_beta``, ``rel_gap`` = |min_w − min_beta| / |min_beta|, ``magnitude_gap``
-    = max | |w_l| − |β_pen|^{1/L} | over the global minimisers, and ``zero_starts``
-    (starts that end at w = 0).
+    = max | |w_l| − |β_pen|^{1/L} | over the global minimisers, ``beta_sign`` (the sign of
+    β_pen, ±1 or 0) and ``zero_starts`` (starts that end at w = 0).
     """
     w, loss = _multistart(
         rng_key, theory.penalised_w, depth, x, y, sigma, psi, num_starts, num_steps, newton_steps
@@ -114,6 +114,7 @@ def penalised_minima(
         "min_beta": min_beta,
         "rel_gap": abs(float(best) - min_beta) / abs(min_beta),
         "magnitude_gap": float(magnitude_gap),
+        "beta_sign": int(np.sign(beta_pen)),
         "zero_starts": int(np.sum(np.all(np.abs(w) < 1e-6, axis=1))),
     }
 
