@@ -70,6 +70,30 @@ def test_authors_gaps_against_the_reference():
     assert set(gaps["de_gaps"]) == {"airfoil", "energy"}
 
 
+def test_ranking_clauses_say_where_each_ordering_of_the_sentence_holds():
+    """C8.1's statements on the test summary: Laplace (0.3) is not last, MFVI (0.25) is;
+    BDE(10) beats BDE(1) in LPPD; a table row per statement."""
+    summary = _summary()
+    clauses = benchmark_report.ranking_clauses(summary)
+    ref_min = min(benchmark_report.best_lppd(summary["airfoil"][m]) for m in ("mfvi", "de"))
+    assert clauses["laplace_last"]["airfoil"] == pytest.approx(ref_min - 0.3)
+    assert clauses["laplace_last"]["airfoil"] < 0
+    assert clauses["mfvi_lppd"]["energy"] == pytest.approx(0.25 - 0.3)
+    assert clauses["ten_lppd"]["airfoil"] == pytest.approx(0.5)
+    assert clauses["single_chain"]["airfoil"] == pytest.approx(0.4 - 0.3)
+    # Laplace made the worst in LPPD: the statement holds
+    worst = _summary()
+    for d in worst:
+        worst[d]["laplace"]["lppd_val_noise"] = (-2.0, 0.0, 3)
+        worst[d]["laplace"]["lppd"] = (-2.5, 0.0, 3)
+    assert all(v > 0 for v in benchmark_report.ranking_clauses(worst)["laplace_last"].values())
+    table = benchmark_report.clauses_table(clauses)
+    assert len(table.splitlines()) == 2 + len(clauses) and "airfoil" in table.splitlines()[0]
+    partial = _summary()
+    del partial["energy"]["bde10"]  # units still running: the data set is left out
+    assert set(benchmark_report.ranking_clauses(partial)["ten_lppd"]) == {"airfoil"}
+
+
 def test_described_gaps_score_the_described_predictive_against_table_2():
     """The described LPPD (column "correct") minus Table 2's, per baseline; a summary whose
     described LPPD is Table 2's passes C8.3's rule, the test summary's (0.1) does not."""

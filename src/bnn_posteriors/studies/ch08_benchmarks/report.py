@@ -137,6 +137,63 @@ def ranking_margins(summary: Mapping) -> tuple[dict, dict]:
     return margins, single
 
 
+def ranking_clauses(summary: Mapping) -> dict:
+    """C8.1's other statements, per data set with all five methods (each baseline at the
+    better of its two correct LPPDs, :func:`best_lppd`), each positive where it holds:
+
+    - ``laplace_last``: the lowest LPPD of the other methods minus Laplace's ("Laplace …
+      ranking last in terms of LPPD");
+    - ``mfvi_lppd``, ``mfvi_rmse``: MFVI's LPPD minus Laplace's and MFVI's RMSE minus
+      Laplace's ("in contrast, MFVI provides improved uncertainty quantification but
+      sacrifices predictive accuracy");
+    - ``single_chain``: BDE(1)'s average single-chain LPPD minus the best of Laplace, MFVI
+      and DE ("BDEs achieve the highest performance among all methods, even with a single
+      chain");
+    - ``ten_lppd``, ``ten_rmse``: BDE(10)'s LPPD minus BDE(1)'s and BDE(1)'s RMSE minus
+      BDE(10)'s ("improved predictive accuracy and uncertainty quantification when
+      ensembling 10 chains").
+
+    Returns ``{name: {dataset: value}}``.
+    """
+    out: dict = {
+        k: {}
+        for k in ("laplace_last", "mfvi_lppd", "mfvi_rmse", "single_chain", "ten_lppd", "ten_rmse")
+    }
+    for dataset, s in summary.items():
+        if not set(METHODS) <= set(s):
+            continue  # a data set whose units are not all there yet
+        lppd = {m: best_lppd(s[m]) for m in ("laplace", "mfvi", "de", "bde1", "bde10")}
+        rmse = {m: s[m]["rmse"][0] for m in ("laplace", "mfvi", "bde1", "bde10")}
+        others = [v for m, v in lppd.items() if m != "laplace"]
+        out["laplace_last"][dataset] = min(others) - lppd["laplace"]
+        out["mfvi_lppd"][dataset] = lppd["mfvi"] - lppd["laplace"]
+        out["mfvi_rmse"][dataset] = rmse["mfvi"] - rmse["laplace"]
+        out["single_chain"][dataset] = s["bde1"]["lppd_single_chain_mean"][0] - max(
+            lppd[m] for m in ("laplace", "mfvi", "de")
+        )
+        out["ten_lppd"][dataset] = s["bde10"]["lppd"][0] - s["bde1"]["lppd"][0]
+        out["ten_rmse"][dataset] = rmse["bde1"] - rmse["bde10"]
+    return out
+
+
+CLAUSE_LABELS = {
+    "laplace_last": "lowest other LPPD − Laplace's",
+    "mfvi_lppd": "MFVI's LPPD − Laplace's",
+    "mfvi_rmse": "MFVI's RMSE − Laplace's",
+    "single_chain": "BDE(1) single-chain LPPD − best of Laplace, MFVI, DE",
+    "ten_lppd": "BDE(10)'s LPPD − BDE(1)'s",
+    "ten_rmse": "BDE(1)'s RMSE − BDE(10)'s",
+}
+
+
+def clauses_table(clauses: Mapping) -> str:
+    """C8.1's statements (:func:`ranking_clauses`) as a table: one row per statement, one
+    column per data set; a statement holds where its value is positive."""
+    datasets = list(next(iter(clauses.values())))
+    rows = [(CLAUSE_LABELS[k], *(f"{v[d]:+.3f}" for d in datasets)) for k, v in clauses.items()]
+    return tables.markdown_table(("statement (holds where > 0)", *datasets), rows)
+
+
 def authors_gaps(summary: Mapping, datasets: Sequence[str]) -> dict:
     """C8.3: the authors' evaluation of our predictions against Table 2, on ``datasets``.
 
