@@ -161,6 +161,13 @@ def test_projected_study_and_evidence(toy):
         toy, {**result, "errors": np.full(CFG.ap_sweeps, 0.05)}, grid, CFG
     )
     assert not _passes(stalling[1])  # sweeps that do not improve do not
+    # the prose's words follow the errors: falling every sweep, or where the smallest one is
+    assert converging[1].glue["ch9_ap_trend"].startswith("falls after every one of the")
+    assert stalling[1].glue["ch9_ap_trend"].startswith("does not fall after every sweep")
+    rising = np.array([0.05, 0.01, *np.linspace(0.02, 0.03, CFG.ap_sweeps - 2)])
+    text = study.projected_evidence(toy, {**result, "errors": rising}, grid, CFG)[1].glue
+    assert f"after sweep 2 of {CFG.ap_sweeps}" in text["ch9_ap_trend"]
+    assert text["ch9_ap_ratio"] == pytest.approx(rising[-1] / rising[0])
 
 
 @pytest.mark.slow

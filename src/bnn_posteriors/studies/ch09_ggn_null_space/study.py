@@ -428,6 +428,14 @@ def projected_evidence(f: Fit, study: dict, grid, cfg) -> list[Evidence]:
         float(np.median(study["grid_sd"][far])),
     )
     errors = study["errors"]
+    steps = np.diff(np.asarray(errors, dtype=float))
+    best = int(np.argmin(errors))
+    trend = (
+        f"falls after every one of the {len(errors)} sweeps"
+        if np.all(steps < 0)
+        else f"does not fall after every sweep: its smallest value, {errors[best]:.2g}, comes "
+        f"after sweep {best + 1} of {len(errors)}"
+    )
     residual_tol = catalogue_check("C9.3", "residual")["bound"]
     ap_tol = catalogue_check("C9.3", "alternating-projections-error")["bound"]
     return [
@@ -459,6 +467,8 @@ def projected_evidence(f: Fit, study: dict, grid, cfg) -> list[Evidence]:
                 "ch9_ap_sweeps": len(errors),
                 "ch9_ap_batch": cfg.ap_batch_size,
                 "ch9_ap_tol": ap_tol,
+                "ch9_ap_trend": trend,
+                "ch9_ap_ratio": float(errors[-1] / errors[0]),
             },
         ),
         Evidence(
