@@ -380,6 +380,17 @@ def test_distant_scaling_draws_are_invariant():
 
     gaps = symmetry.distant_scaling_draws(jax.random.key(0), 20, depth=6)
     assert len(gaps) == 20 and max(gaps) < 1e-12
+    printed = symmetry.distant_scaling_draws(jax.random.key(0), 20, depth=6, printed=True)
+    assert len(printed) == 20 and max(printed) > 1e-2  # the text's scaling is no invariance
+
+
+def test_the_printed_distant_scaling_keeps_the_product_not_the_prior():
+    w = np.array([0.7, -1.3, 0.4, 0.9, 1.1, -0.6])
+    related, scaled = symmetry.distant_scaling(w, 2.0, 4, printed=True)
+    assert np.prod(scaled) == pytest.approx(np.prod(related))
+    np.testing.assert_allclose(np.asarray(scaled / related)[[0, 1, 3, 4]], [2.0, 2.0, 0.5, 0.5])
+    assert abs(float(symmetry.distant_scaling_gap(w, 2.0, 4, printed=True))) > 1e-2
+    assert abs(float(symmetry.distant_scaling_gap(w, 2.0, 4))) < 1e-12
 
 
 @pytest.mark.parametrize("kind", KINDS)

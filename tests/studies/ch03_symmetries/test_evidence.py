@@ -113,14 +113,18 @@ def test_c3_4_reads_the_root_of_h_and_its_swap_identity():
         evidence.c3_4(counterexample(0.777), ce, 0.7)
 
 
-def test_c3_5_reads_the_largest_log_prior_change():
-    item = evidence.c3_5([0.0, 2e-16], depth=6)
-    assert (item.claim, item.value, item.part) == ("C3.5", 2e-16, "distant") and reproduced(item)
-    assert rule(item) == ("approx", 0.0, 1e-12, None)
-    assert item.note.endswith("2 random depth-6 chains")
-    assert not reproduced(evidence.c3_5([0.0, 0.5], depth=6))
-    with pytest.raises(ValueError, match="no draw"):
-        evidence.c3_5([], depth=6)
+def test_c3_5_reads_the_largest_log_prior_change_of_each_scaling():
+    printed, corrected = evidence.c3_5([0.3, 0.5], [0.0, 2e-16], depth=6)
+    assert (printed.claim, printed.value, printed.part) == ("C3.5", 0.5, "printed")
+    assert (corrected.value, corrected.part) == (2e-16, "corrected") and reproduced(corrected)
+    assert rule(printed)[:3] == rule(corrected)[:3] == ("approx", 0.0, 1e-12)
+    assert checking.catalogue_check("C3.5", "corrected")["finding"] == "corrected"
+    assert not reproduced(printed) and "up to 0.5" in printed.says
+    assert reproduced(evidence.c3_5([0.0], [0.0], depth=6)[0])  # an invariant print would pass
+    assert corrected.note.endswith("2 random depth-6 chains")
+    assert not reproduced(evidence.c3_5([0.5], [0.0, 0.5], depth=6)[1])
+    with pytest.raises(ValueError, match="must hold draws"):
+        evidence.c3_5([0.1], [], depth=6)
 
 
 def fit(svi_nu: float, mass: float, changes: int = 0) -> dict:

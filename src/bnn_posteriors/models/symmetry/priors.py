@@ -203,15 +203,17 @@ def counterexample_excluded(w1: float = 0.5, w2: float = 0.8, b1: float = 0.9) -
     return np.unique([1.0, w2 / w1, w2 / b1])
 
 
-def distant_scaling(w, c, layer: int):
+def distant_scaling(w, c, layer: int, printed: bool = False):
     """Distant-layer scaling of [SAP] App. B.2 on per-layer scalar weights w = (w_1, …, w_L).
 
     With l = ``layer`` (1-based as in the paper, l ≥ 3), sets w_{l+1} := c·w_1 and
     w_l := w_2/c, then scales (w_1, w_2, w_l, w_{l+1}) by (c, 1/c, c, 1/c). The product ∏w
     (the narrow network) is unchanged, and the scaled weights are the related ones with layers
-    1 ↔ l+1 and 2 ↔ l swapped, so a factorised i.i.d. prior is invariant (the text's "w_1 and
-    w_2 scaled with c" gives no invariance with this relation). ``w`` (..., L) with L ≥ 4,
-    ``c`` > 0 broadcastable to (...) → (related, scaled), both (..., L).
+    1 ↔ l+1 and 2 ↔ l swapped, so a factorised i.i.d. prior is invariant. ``printed``: the
+    text's scaling instead, "w_1 and w_2 scaled with c and w_l and w_{l+1} with c^-1", by
+    (c, c, 1/c, 1/c): it keeps the product too, but with this relation not the prior.
+    ``w`` (..., L) with L ≥ 4, ``c`` > 0 broadcastable to (...) → (related, scaled), both
+    (..., L).
     """
     w = jnp.asarray(w, dtype=float)
     n_layers = w.shape[-1] if w.ndim else 0
@@ -224,16 +226,20 @@ def distant_scaling(w, c, layer: int):
     c = positive_array("c", c)[..., None]
     i, j = int(layer) - 1, int(layer)  # 0-based positions of w_l and w_{l+1}
     related = w.at[..., j].set(c[..., 0] * w[..., 0]).at[..., i].set(w[..., 1] / c[..., 0])
-    powers = jnp.zeros(n_layers).at[jnp.array([0, 1, i, j])].set(jnp.array([1.0, -1.0, 1.0, -1.0]))
+    signs = [1.0, 1.0, -1.0, -1.0] if printed else [1.0, -1.0, 1.0, -1.0]
+    powers = jnp.zeros(n_layers).at[jnp.array([0, 1, i, j])].set(jnp.array(signs))
     return related, related * c**powers
 
 
-def distant_scaling_gap(w, c, layer: int, kind: str = "gaussian", scale: float = 1.0):
-    """log p(related) − log p(scaled) for :func:`distant_scaling` ([SAP] App. B.2): it is 0.
+def distant_scaling_gap(
+    w, c, layer: int, kind: str = "gaussian", scale: float = 1.0, printed: bool = False
+):
+    """log p(related) − log p(scaled) for :func:`distant_scaling` ([SAP] App. B.2): 0 for the
+    invariant scaling, not for the ``printed`` one.
 
     ``w`` (..., L) → (...).
     """
-    related, scaled = distant_scaling(w, c, layer)
+    related, scaled = distant_scaling(w, c, layer, printed)
     return log_prior(related, kind, scale) - log_prior(scaled, kind, scale)
 
 
@@ -308,11 +314,14 @@ def _pairwise_gap_of_c(theta1, theta2, kind, c):
     return pairwise_scaling_gap(theta1, theta2, c, kind, 1.0)
 
 
-def distant_scaling_draws(rng_key, num_draws: int = 200, depth: int = 6) -> list[float]:
+def distant_scaling_draws(
+    rng_key, num_draws: int = 200, depth: int = 6, printed: bool = False
+) -> list[float]:
     """|:func:`distant_scaling_gap`| of random depth-L chains under N(0, 1) (App. B.2, C3.5).
 
     Per draw: w ~ N(0, I_L), c = e^U with U ~ U(−1, 1), and a layer l uniform in
-    {3, …, L − 1} (1-based, l + 1 ≤ L). Returns a list of ``num_draws`` floats.
+    {3, …, L − 1} (1-based, l + 1 ≤ L); ``printed``: the text's scaling. Returns a list of
+    ``num_draws`` floats (the same draws for either scaling under one key).
     """
     gaps = []
     for key in jax.random.split(rng_key, num_draws):
@@ -320,7 +329,7 @@ def distant_scaling_draws(rng_key, num_draws: int = 200, depth: int = 6) -> list
         w = jax.random.normal(k_w, (depth,))
         c = float(jnp.exp(jax.random.uniform(k_c, minval=-1.0, maxval=1.0)))
         layer = int(jax.random.randint(k_l, (), 3, depth))
-        gaps.append(abs(float(distant_scaling_gap(w, c, layer, "gaussian", 1.0))))
+        gaps.append(abs(float(distant_scaling_gap(w, c, layer, "gaussian", 1.0, printed))))
     return gaps
 
 

@@ -189,20 +189,33 @@ def c3_4(cx: dict, ce: dict, paper_root: float) -> tuple[Evidence, ...]:
     )
 
 
-def c3_5(distant, depth: int) -> Evidence:
-    """C3.5, App. B.2: the distant-layer rescaling leaves a factorised N(0, 1) prior unchanged.
+def c3_5(printed, distant, depth: int) -> tuple[Evidence, Evidence]:
+    """C3.5, App. B.2: the distant-layer rescaling as printed ("w_1 and w_2 scaled with c,
+    w_l and w_{l+1} with 1/c"), which decides the claim, and the invariant version that swaps
+    the related layers (further finding ``corrected``), each on a factorised N(0, 1) prior.
 
-    ``distant``: |log-prior change| per random depth-``depth`` chain
-    (:func:`bnn_posteriors.models.symmetry.priors.distant_scaling_draws`).
+    ``printed``, ``distant``: |log-prior change| per random depth-``depth`` chain of the two
+    scalings (:func:`bnn_posteriors.models.symmetry.priors.distant_scaling_draws`).
     """
-    if len(distant) == 0:
-        raise ValueError("distant holds no draw")
-    return Evidence(
-        "C3.5",
-        max(distant),
-        part="distant",
-        note=f"factorised N(0,1) prior, distant-layer rescaling, {len(distant)} random "
-        f"depth-{depth} chains",
+    if len(distant) == 0 or len(printed) == 0:
+        raise ValueError("distant and printed must hold draws")
+    return (
+        Evidence(
+            "C3.5",
+            max(printed),
+            part="printed",
+            note=f"factorised N(0,1) prior, the printed distant-layer scaling (c, c, 1/c, 1/c), "
+            f"{len(printed)} random depth-{depth} chains",
+            says=f"scaled as printed, the related weights change the N(0, 1) log-prior by up to "
+            f"{max(printed):.3g}: the printed transformation keeps the function, not the prior",
+        ),
+        Evidence(
+            "C3.5",
+            max(distant),
+            part="corrected",
+            note=f"factorised N(0,1) prior, distant-layer rescaling (c, 1/c, c, 1/c), "
+            f"{len(distant)} random depth-{depth} chains",
+        ),
     )
 
 
