@@ -156,9 +156,17 @@ def test_c1_4_c1_5_on_the_main_fit_and_the_collapse_depths():
         ratio=np.array([1.0, 1.0 + 1e-6, 1.0]),
     )
     weak = dict(nu=np.array([0.5, 0.0, 0.0]), kl_share=main["kl_share"], ratio=main["ratio"])
-    ratio, nu, share = evidence.c1_4_c1_5_evidence(depths, {0.1: main, 1.0: weak}, 0.1)
+    ratio, individual, nu, share = evidence.c1_4_c1_5_evidence(depths, {0.1: main, 1.0: weak}, 0.1)
     assert (ratio.claim, nu.claim, share.claim) == ("C1.4", "C1.5", "C1.5")
     assert ratio.value == 1.0 + 1e-6 and all(reproduces(e) for e in (ratio, nu, share))
+    # |mu_l| = |nu|^(1/L): 0.9, 0.894, 0.888 — shrinking towards about 0.88, not 0
+    assert individual.part == "individual-means" and rule(individual) == ("less", 0.1, None, None)
+    assert individual.value == pytest.approx(
+        evidence.aitken_limit([0.9, 0.8**0.5, 0.7 ** (1 / 3)]) / 0.9
+    )
+    assert not reproduces(individual) and "is not 0" in individual.says
+    collapsing = dict(main, nu=np.array([0.9, 0.1, 0.001]))  # |mu_l| 0.9, 0.32, 0.1 → ~0
+    assert reproduces(evidence.c1_4_c1_5_evidence(depths, {0.1: collapsing}, 0.1)[1])
     assert rule(ratio) == ("less", 1.05, None, None)
     assert (rule(nu)[0], rule(share)[0]) == ("non-increasing", "increasing")
     assert ratio.glue["collapse_main"] == "none up to L = 3"
@@ -168,9 +176,17 @@ def test_c1_4_c1_5_on_the_main_fit_and_the_collapse_depths():
         kl_share=np.array([0.3, 0.2, 0.1]),
         ratio=np.array([1.0, 2.0, 1.0]),
     )
-    assert not any(reproduces(e) for e in evidence.c1_4_c1_5_evidence(depths, {0.1: broken}, 0.1))
+    found = evidence.c1_4_c1_5_evidence(depths, {0.1: broken}, 0.1)
+    assert not any(reproduces(e) for e in (found[0], found[2], found[3]))
     with pytest.raises(ValueError, match="no fit for the chapter's sigma"):
         evidence.c1_4_c1_5_evidence(depths, {1.0: weak}, 0.1)
+
+
+def test_aitken_limit_extrapolates_a_geometric_sequence():
+    assert evidence.aitken_limit([1.5, 1.25, 1.125]) == pytest.approx(1.0)  # 1 + 2^-k
+    assert evidence.aitken_limit([3.0, 2.0, 1.0]) == 1.0  # steps that do not shrink: last term
+    with pytest.raises(ValueError, match="at least 3 terms"):
+        evidence.aitken_limit([1.0, 0.5])
 
 
 def test_svi_summary_tables_svi_against_the_exact_fit():

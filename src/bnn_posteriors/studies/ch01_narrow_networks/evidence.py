@@ -263,11 +263,28 @@ def c1_4_kl_evidence(kl: Mapping) -> Evidence:
     )
 
 
+def aitken_limit(values: Sequence[float]) -> float:
+    """The limit of a sequence extrapolated from its last three terms by Aitken's Δ²:
+    x − (Δx)²/Δ²x. Where the last steps do not shrink (Δ²x of the other sign than the
+    steps, or 0), the sequence is not converging geometrically and its last term is
+    returned. ValueError for fewer than three terms."""
+    x = np.asarray(values, dtype=float)
+    if x.ndim != 1 or x.size < 3:
+        raise ValueError(f"aitken_limit needs a sequence of at least 3 terms, got {x.shape}")
+    d1, d2 = x[-2] - x[-3], x[-1] - x[-2]
+    dd = d2 - d1
+    if dd == 0 or np.sign(dd) == np.sign(d2):  # the steps do not shrink
+        return float(x[-1])
+    return float(x[-1] - d2**2 / dd)
+
+
 def c1_4_c1_5_evidence(
     depths: Sequence[int], mfvi: Mapping[float, Mapping], sigma: float
-) -> tuple[Evidence, Evidence, Evidence]:
-    """C1.4 (the MFVI means have equal magnitudes, L = 2..8) and C1.5 (|ν| shrinks and the
-    KL's share grows with depth) on the exact MFVI optima of the chapter's likelihood.
+) -> tuple[Evidence, Evidence, Evidence, Evidence]:
+    """C1.4 (the MFVI means have equal magnitudes, L = 2..8) and C1.5 (the individual |μ_l|
+    converge to 0 with depth, read as the Aitken limit of |ν|^(1/L) over its value at the
+    first depth; |ν| shrinks; the KL's share grows) on the exact MFVI optima of the chapter's
+    likelihood.
 
     ``mfvi``: ``{σ: dict}`` of :func:`narrow_posterior.mfvi_over_depth` over ``depths``, the
     chapter's ``sigma`` first, then the weaker likelihoods. Glues ``mfvi_ratio_max`` and the
@@ -284,6 +301,7 @@ def c1_4_c1_5_evidence(
         name: f"none up to L = {max(depths)}" if depth is None else f"L = {depth}"
         for name, depth in zip(names, collapse.values(), strict=True)
     }
+    individual = np.abs(np.asarray(main["nu"], dtype=float)) ** (1.0 / np.asarray(depths))
     rows = [
         (depth, f"{nu:.4f}", f"{share:.4f}", f"{r:.6f}")
         for depth, nu, share, r in zip(
@@ -298,6 +316,22 @@ def c1_4_c1_5_evidence(
             note="max over L=2..8 of max|mu_l|/min|mu_l| of the fitted MFVI means",
             glue={"mfvi_ratio_max": max(ratio_2_8), **glue},
             table=markdown_table(("L", "ν", "KL share", "max|μ| / min|μ|"), rows),
+        ),
+        Evidence(
+            "C1.5",
+            aitken_limit(individual) / individual[0],
+            part="individual-means",
+            note="the limit of |mu_l| = |nu|^(1/L) of the MFVI optimum over the depths, "
+            "extrapolated from the last three by Aitken's delta-squared, over its value at L = "
+            f"{depths[0]}; |mu_l| per depth: " + ", ".join(f"{v:.5f}" for v in individual),
+            says=f"the individual means |μ_l| = |ν|^(1/L) go from {individual[0]:.4f} at L = "
+            f"{depths[0]} to {individual[-1]:.4f} at L = {depths[-1]}, with shrinking steps: "
+            f"their extrapolated limit, {aitken_limit(individual):.3f}, is not 0",
+            glue={
+                "c15_mu_first": individual[0],
+                "c15_mu_last": individual[-1],
+                "c15_mu_limit": aitken_limit(individual),
+            },
         ),
         Evidence(
             "C1.5",
