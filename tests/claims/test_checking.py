@@ -649,3 +649,9 @@ def test_a_part_carries_its_own_lock_and_the_claims_lock_combines_them(
         "inconclusive",
     ]
     assert claims.combined(["inconclusive", "not reproduced"]) == "not reproduced"
+
+
+def test_an_evidence_says_its_verdict_by_the_catalogue_rule(ruled):
+    ruled("C1.1", "less", 1.0)
+    assert claims.Evidence("C1.1", 0.5).verdict() == (True, "0.5, below 1 by 0.5")
+    assert claims.Evidence("C1.1", 2.0).verdict()[0] is False

@@ -583,6 +583,11 @@ class Evidence:
     glue: Mapping[str, Any] = field(default_factory=dict)
     table: str | None = None
 
+    def verdict(self) -> tuple[bool, str]:
+        """Whether the catalogue's rule for this check holds for its value, and why in words
+        (:func:`verdict`; before its gate, nothing recorded)."""
+        return verdict(self.claim, self.value, part=self.part, bound=self.bound, labels=self.labels)
+
 
 def show_and_check(*evidence: Evidence) -> ShownRecords:
     """For each :class:`Evidence`: glue its values, display its table, :func:`check` it and

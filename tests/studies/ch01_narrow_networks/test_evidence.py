@@ -18,9 +18,7 @@ from bnn_posteriors.studies.ch01_narrow_networks import evidence
 
 
 def reproduces(item: Evidence) -> bool:
-    return checking.verdict(
-        item.claim, item.value, part=item.part, bound=item.bound, labels=item.labels
-    )[0]
+    return item.verdict()[0]
 
 
 def rule(item: Evidence) -> tuple:

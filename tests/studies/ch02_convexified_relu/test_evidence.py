@@ -33,9 +33,7 @@ CFG = SimpleNamespace(
 
 
 def reproduced(item: Evidence) -> bool:
-    return checking.verdict(
-        item.claim, item.value, part=item.part, bound=item.bound, labels=item.labels
-    )[0]
+    return item.verdict()[0]
 
 
 def rule(item: Evidence) -> tuple:

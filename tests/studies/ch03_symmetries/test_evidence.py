@@ -26,9 +26,7 @@ CFG = SimpleNamespace(
 
 def reproduced(item: Evidence) -> bool:
     """Whether the catalogue's rule for ``item``'s part holds for its value (before its gate)."""
-    return checking.verdict(
-        item.claim, item.value, part=item.part, bound=item.bound, labels=item.labels
-    )[0]
+    return item.verdict()[0]
 
 
 def rule(item: Evidence) -> tuple:

@@ -14,9 +14,7 @@ from bnn_posteriors.studies.ch04_elbo_tempering import evidence, regression
 def passes(item: Evidence) -> bool:
     """Whether the catalogue's rule for ``item``'s part holds for its value (the check's outcome
     before its gate)."""
-    return checking.verdict(
-        item.claim, item.value, part=item.part, bound=item.bound, labels=item.labels
-    )[0]
+    return item.verdict()[0]
 
 
 def rule(item: Evidence) -> tuple:

@@ -19,9 +19,7 @@ from bnn_posteriors.studies.ch05_symmetrised_vi import evidence as ev
 
 def passes(item: Evidence) -> bool:
     """Whether the catalogue's rule of the evidence's part holds for its value."""
-    return checking.verdict(
-        item.claim, item.value, part=item.part, bound=item.bound, labels=item.labels
-    )[0]
+    return item.verdict()[0]
 
 
 def rule_of(item: Evidence) -> tuple:

@@ -19,9 +19,7 @@ CFG = SimpleNamespace(num_particles=10, lin_gap_min_maps=40, straightness_thresh
 
 def passes(item) -> bool:
     """Whether the catalogue's rule for the item's part finds what it asks."""
-    return checking.verdict(
-        item.claim, item.value, part=item.part, bound=item.bound, labels=item.labels
-    )[0]
+    return item.verdict()[0]
 
 
 def rule_of(item) -> tuple:

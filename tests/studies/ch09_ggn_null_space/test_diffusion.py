@@ -10,7 +10,6 @@ import matplotlib
 import numpy as np
 import pytest
 
-from bnn_posteriors.claims import checking
 from bnn_posteriors.claims.checking import Evidence
 from bnn_posteriors.studies.ch09_ggn_null_space import diffusion, figures
 
@@ -35,7 +34,7 @@ def toy(tiny_toy_fit):
 
 
 def _passes(ev: Evidence) -> bool:
-    return checking.verdict(ev.claim, ev.value, part=ev.part, bound=ev.bound, labels=ev.labels)[0]
+    return ev.verdict()[0]
 
 
 @pytest.mark.slow

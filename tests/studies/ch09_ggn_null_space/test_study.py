@@ -39,7 +39,7 @@ CFG = types.SimpleNamespace(
 
 
 def _passes(ev: Evidence) -> bool:
-    return checking.verdict(ev.claim, ev.value, part=ev.part, bound=ev.bound, labels=ev.labels)[0]
+    return ev.verdict()[0]
 
 
 def _toy_data(n=20, seed=0):

@@ -163,7 +163,7 @@ def _summary(la_change, mb_change):
 
 
 def _passes(ev) -> bool:
-    return checking.verdict(ev.claim, ev.value, part=ev.part, bound=ev.bound, labels=ev.labels)[0]
+    return ev.verdict()[0]
 
 
 def test_tie_back_evidence_can_fail():

@@ -649,6 +649,9 @@ def c7_6_rank_evidence(
         ],
     )
     basis = PRIOR_RESULTS if committed else None
+    read_cells = Gate(  # the parts that need only the committed cells to decide
+        passed=bool(committed), why=missing, decide=f"the committed cells of {PRIOR_RESULTS}/"
+    )
     based = f"over {rk['n_cells']} cells (Fig. 12's ranks)"
     clauses = Evidence(
         "C7.6",
@@ -691,9 +694,7 @@ def c7_6_rank_evidence(
         low[mild_cols],
         part="mild-no-harm",
         labels=[labels[j] for j in mild_cols],
-        gate=Gate(
-            passed=bool(committed), why=missing, decide=f"the committed cells of {PRIOR_RESULTS}/"
-        ),
+        gate=read_cells,
         committed=basis,
         note="lower ends of the 95% bootstrap intervals (over cells) of rank(s) - rank(1) for "
         "the small deviations s = "
@@ -708,9 +709,7 @@ def c7_6_rank_evidence(
         g_high,
         part="glorot-not-beneficial",
         labels=[labels[j] for j in glorot_cols],
-        gate=Gate(
-            passed=bool(committed), why=missing, decide=f"the committed cells of {PRIOR_RESULTS}/"
-        ),
+        gate=read_cells,
         committed=basis,
         note="upper ends of the 95% bootstrap intervals (over cells) of rank(Glorot) - rank(1) "
         f"among the paper's {n_grid} scales and the Glorot scale {glorot:g}: "
