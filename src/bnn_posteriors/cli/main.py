@@ -125,6 +125,21 @@ def build_parser() -> argparse.ArgumentParser:
     scores.add_argument("--seeds", nargs="+", type=int, help="seeds (default: the profile's)")
     scores.add_argument("--out", type=Path, help="folder of the parts (default: results/...)")
 
+    outside = commands.add_parser(
+        "score",
+        help="score predictive draws made by any method, outside this package, against a "
+        "committed reference posterior of chapter 10, and print where they stand among the "
+        "book's methods",
+    )
+    outside.add_argument("--problem", required=True, help="snelson_gap, banana or digits")
+    outside.add_argument(
+        "--draws",
+        required=True,
+        type=Path,
+        help="an .npz file of draws at the problem's test inputs: 'f' (S, n) and "
+        "'noise_scale' (S,) or (S, n) for a regression, 'probs' (S, n, C) for a classifier",
+    )
+
     sweep = commands.add_parser(
         "sweep",
         help="run chapters under several seeds; write each check's status and margin "
@@ -154,8 +169,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code (0 ok, 1 failed, 2 usage)."""
     args = build_parser().parse_args(argv)
     try:
-        profile: str | None = profiles.profile_name(args.profile)  # validates $BNN_PROFILE too
-        profile = profile if args.profile is not None else None  # None: from the environment
+        given = getattr(args, "profile", None)  # `score` has none: it reads committed results
+        profile: str | None = profiles.profile_name(given)  # validates $BNN_PROFILE too
+        profile = profile if given is not None else None  # None: from the environment
     except ValueError as error:
         print(f"bnn-posteriors: error: {error}", file=sys.stderr)
         return 2
@@ -184,12 +200,50 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if args.command == "scores":
         return run_scores(profile, args.problems, args.methods, args.seeds, args.out)
+    if args.command == "score":
+        return score_outside(args.problem, args.draws)
     if args.command == "sweep":
         return run_sweep(args.chapters, args.seeds, profile, args.out, args.resume, args.merge)
     return print_claims(profile)
 
 
 # --------------------------------------------------------------------------- run
+
+
+# --------------------------------------------------------------------------- score
+
+
+def score_outside(problem: str, draws: Path) -> int:
+    """Score an outside method's draws against ``problem``'s reference and print them beside
+    the committed leaderboard (the full profile's methods and seeds); 2 on bad input."""
+    from bnn_posteriors.store import parts
+    from bnn_posteriors.studies.ch10_reference_posteriors import score
+
+    try:
+        row = score.score_draws(problem, score.read_draws(draws))
+        full = profiles.settings("10_reference_posteriors", "full")
+        committed = parts.committed_dir(full.score_results)
+        if committed is None:
+            raise ValueError("the full profile names no folder of committed scores")
+        rows, _ = score.committed_rows([problem], full.methods, full.score_seeds, committed)
+        floor = score.reference_floor(problem)
+    except ValueError as error:
+        print(f"bnn-posteriors: error: {error}", file=sys.stderr)
+        return 2
+    metric = score.DISTANCE["categorical" if "total_variation" in row else "gaussian"]
+    board = score.leaderboard(rows, (metric,))
+    print(f"{problem}: your draws against the reference posterior")
+    for name, value in row.items():
+        print(f"  {name:<16} {value:.4g}")
+    print(
+        f"  the reference's own floor (one half of its chains against the other): "
+        f"{metric} {floor[metric]:.4g}"
+    )
+    print(f"\nby {metric} (mean over the committed seeds; lower is closer):")
+    for rank, (name, value) in enumerate(score.standing(row, board, problem, metric), 1):
+        mark = "  <-" if name == "your draws" else ""
+        print(f"  {rank:>2}. {name:<18} {value:.4g}{mark}")
+    return 0
 
 
 # --------------------------------------------------------------------------- sweep

@@ -225,6 +225,70 @@ def reference_floor(problem: str, reference_dir: Path | str | None = None) -> di
     }
 
 
+DISTANCE = {"gaussian": "w2", "categorical": "total_variation"}  # ranks methods, by likelihood
+
+
+def read_draws(path: Path | str) -> dict[str, np.ndarray]:
+    """An outside method's predictive draws at a problem's test inputs, from a NumPy ``.npz``
+    file: regression ``f`` (S, n) and ``noise_scale`` (S,) or (S, n) (the draws' function
+    values and their observation noise sd), classification ``probs`` (S, n, C). ValueError
+    naming what is missing or extra."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no draws file at {path}")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: np.asarray(data[k]) for k in data.files}
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path} is not a NumPy .npz file: {error}") from None
+    keys = set(arrays)
+    if keys not in ({"probs"}, {"f", "noise_scale"}):
+        raise ValueError(
+            f"{path} holds {sorted(keys)}; a draws file holds 'probs' (S, n, C) for a "
+            "classifier, or 'f' (S, n) and 'noise_scale' (S,) or (S, n) for a regression"
+        )
+    return arrays
+
+
+def score_draws(
+    problem: str, predictive: Mapping, reference_dir: Path | str | None = None
+) -> dict[str, float]:
+    """Score an outside method's predictive draws at the test inputs of ``problem``
+    (:func:`read_draws`'s layout, draws on the first axis) as every method of the chapter is
+    scored: fidelity to the committed reference and the test scores against the labels.
+    ValueError where the draws do not fit the problem (kind, number of test inputs, classes)."""
+    prob = problems.problem(problem)
+    arrays, _ = reference_store.read_reference(problem, reference_dir)
+    ref = fidelity.pooled(reference_predictive(arrays))
+    mine = fidelity.pooled(predictive, lead=1)
+    if set(mine) != set(ref):
+        raise ValueError(
+            f"{problem} has a {prob.spec.likelihood} likelihood: its draws hold {sorted(ref)}, "
+            f"not {sorted(mine)}"
+        )
+    key = "probs" if "probs" in ref else "f"
+    if mine[key].shape[1:] != ref[key].shape[1:]:
+        raise ValueError(
+            f"the draws of {problem} must be shaped (S, {', '.join(map(str, ref[key].shape[1:]))})"
+            f" for its test inputs, got {tuple(np.shape(predictive[key]))}"
+        )
+    if not all(np.all(np.isfinite(v)) for v in mine.values()):
+        raise ValueError(f"the draws of {problem} hold NaN or infinite values")
+    return {**fidelity.fidelity(mine, ref), **fidelity.predictive_scores(mine, prob.y_test)}
+
+
+def standing(row: Mapping[str, float], board: Mapping, problem: str, metric: str) -> list:
+    """Where ``row`` (:func:`score_draws`) stands among the leaderboard's methods on
+    ``problem`` (:func:`leaderboard`): ``[(name, mean of metric), …]`` from the closest to the
+    reference to the farthest, the outside draws named "your draws"."""
+    entries = [
+        (method, entry[metric][0])
+        for (p, method), entry in board.items()
+        if p == problem and metric in entry
+    ]
+    return sorted([*entries, ("your draws", float(row[metric]))], key=lambda e: e[1])
+
+
 def leaderboard(rows: Sequence[Mapping], metrics: Sequence[str]) -> dict:
     """Per (problem, method) over seeds: the mean and 95 % Student-t interval of each metric
     (``diagnostics.mean_interval``; one seed: the value, no interval; the same value on every
