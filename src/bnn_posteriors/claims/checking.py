@@ -486,8 +486,9 @@ def check(
     The rule is the catalogue's ``[[claim.check]]`` of ``part`` (:func:`catalogue_check`;
     ``part`` may be left out when the claim has one check): ``approx`` (|value − bound| ≤
     max(tol, rtol·|bound|), elementwise), ``greater``/``less`` (value > / < bound,
-    elementwise), ``non-increasing``, ``non-decreasing``, ``increasing``, ``decreasing`` (over a
-    1-D sequence; the last two strictly) and ``true`` (a bool or all of an array of bools).
+    elementwise), ``at-least``/``at-most`` (value ≥ / ≤ bound), ``non-increasing``,
+    ``non-decreasing``, ``increasing``, ``decreasing`` (over a 1-D sequence; the last two
+    strictly) and ``true`` (a bool or all of an array of bools).
     ``bound`` is passed only where the catalogue declares the bound measured
     (``bound_measured``), else the catalogue's ``bound`` decides. A NaN value does not
     reproduce. The status is "reproduced" or "not reproduced" as the rule finds, unless
