@@ -19,6 +19,15 @@ def test_xla_flops_of_a_matmul():
     assert cost.xla_flops(jnp.matmul, a, b) == pytest.approx(2 * 30 * 40 * 20)
 
 
+def test_xla_temp_bytes_counts_the_residuals_reverse_mode_keeps_across_a_loop():
+    def loop(x):  # 50 steps of tanh: reverse mode keeps each step's input
+        return jax.lax.fori_loop(0, 50, lambda i, v: jnp.tanh(v), x).sum()
+
+    x = jnp.ones(1000)
+    forward, backward = cost.xla_temp_bytes(loop, x), cost.xla_temp_bytes(jax.grad(loop), x)
+    assert backward >= 50 * 1000 * 4 > forward  # float32: the 50 stored iterates at least
+
+
 def test_factorisation_counts():
     assert cost.eigh_flops(10) == 9000
     assert cost.svd_flops(100, 10) == cost.svd_flops(10, 100) == 2 * 100 * 100 + 11 * 1000

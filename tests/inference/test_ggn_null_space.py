@@ -176,6 +176,21 @@ def test_slq_logdet_and_its_gradient_match_the_dense_values(x64):
 
     np.testing.assert_allclose(slq(0.5), ns.dense_logdet(lam, 0.5), rtol=0.05)
     np.testing.assert_allclose(jax.grad(slq)(0.5), jnp.sum(1 / (lam + 0.5)), rtol=0.05)
+
+    def through_the_iterations(alpha):
+        return ns.slq_logdet(
+            lambda v: ggn @ v,
+            30,
+            alpha,
+            jax.random.PRNGKey(7),
+            num_matvecs=30,
+            num_probes=400,
+            adjoint=False,
+        )
+
+    # the same estimate and derivative, with or without matfree's adjoint
+    np.testing.assert_allclose(through_the_iterations(0.5), slq(0.5), rtol=1e-10)
+    np.testing.assert_allclose(jax.grad(through_the_iterations)(0.5), jax.grad(slq)(0.5), rtol=1e-8)
     with pytest.raises(ValueError, match="exceeds the dimension"):
         ns.slq_logdet(lambda v: v, 3, 1.0, jax.random.PRNGKey(0), num_matvecs=4)
     with pytest.raises(ValueError, match="prior_precision must be a positive"):
@@ -200,3 +215,32 @@ def test_slq_prior_precision_agrees_with_the_dense_choice(small):
     assert abs(np.log(got / dense)) < 0.1
     with pytest.raises(ValueError, match="below upper"):
         ns.slq_prior_precision(lambda v: v, theta, jax.random.PRNGKey(0), lower=2.0, upper=1.0)
+
+
+def test_first_order_change_is_the_jacobian_norm_by_finite_differences(small):
+    theta, model_fn, x = small
+    jac = ns.training_jacobian(model_fn, theta, x)
+    proj = ns.kernel_projector(jac)
+    delta = jax.random.normal(jax.random.PRNGKey(6), (5, theta.size), dtype=jnp.float64)
+    # along any direction it is ‖J v̂‖ (the Jacobian's, computed here by autodiff) to O(h²)
+    unit = delta / jnp.linalg.norm(delta, axis=1, keepdims=True)
+    np.testing.assert_allclose(
+        ns.first_order_change(model_fn, theta, x, 3.0 * delta),
+        jnp.linalg.norm(unit @ jac.T, axis=1),
+        rtol=1e-6,
+    )
+    # along the kernel it vanishes to O(h²); the image's does not
+    kernel, image = ns.split_kernel_image(proj, delta)
+    along_kernel = ns.first_order_change(model_fn, theta, x, kernel)
+    along_image = ns.first_order_change(model_fn, theta, x, image)
+    assert float(along_kernel.max()) < 1e-6 * float(along_image.min())
+    # a kernel built at other inputs does not keep these inputs' predictions
+    other = ns.kernel_projector(ns.training_jacobian(model_fn, theta, x + 1.0))
+    moved = ns.first_order_change(model_fn, theta, x, delta @ other)
+    assert float(moved.max()) > 1e-2 * float(along_image.min())
+    with pytest.raises(ValueError, match="zero"):
+        ns.first_order_change(model_fn, theta, x, jnp.zeros((1, theta.size)))
+    with pytest.raises(ValueError, match="step"):
+        ns.first_order_change(model_fn, theta, x, delta, step=0.0)
+    with pytest.raises(ValueError, match="end in the P"):
+        ns.first_order_change(model_fn, theta, x, delta[:, :3])

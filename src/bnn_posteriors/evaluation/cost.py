@@ -35,6 +35,18 @@ def xla_flops(fn, *args) -> float:
     return float(analysis.get("flops", 0.0))
 
 
+def xla_temp_bytes(fn, *args) -> int:
+    """Bytes of temporary memory XLA allocates for one call of the compiled ``fn(*args)``.
+
+    Its memory analysis of the whole program, loops included (a loop's carry and the
+    residuals reverse mode stores across its iterations), without the arguments and outputs.
+    """
+    analysis = jax.jit(fn).lower(*args).compile().memory_analysis()
+    if analysis is None:
+        raise RuntimeError("xla_temp_bytes: XLA's memory analysis is not available here")
+    return int(analysis.temp_size_in_bytes)
+
+
 def eigh_flops(n: int) -> float:
     """Symmetric eigendecomposition with eigenvectors of an (n, n) matrix: 9n³ (GVL §8.3)."""
     return 9.0 * n**3

@@ -15,6 +15,9 @@ and its kernel has dimension P − rank G ≥ P − N·O ([RI] §3, [NS] §2). A
 - :func:`projected_samples`: θ ~ N(θ̂, α⁻¹ P_ker), the projected posterior of [NS];
 - :func:`projected_linearised_predictive`: its linearised predictive, in closed form;
 - :func:`split_kernel_image`: a perturbation's kernel and image parts ([RI] §4);
+- :func:`first_order_change`: the network's first-order change along directions, by central
+  differences of the network (no Jacobian), to test that kernel directions keep the
+  training predictions;
 - :func:`slq_logdet`: log det(G + αI) by stochastic Lanczos quadrature (matfree), which
   ``jax.grad`` differentiates through matfree's Lanczos adjoints ([LZ]);
   :func:`slq_log_evidence` the Laplace evidence with it, :func:`slq_prior_precision` its α.
@@ -288,6 +291,32 @@ def split_kernel_image(projector, perturbations):
     return kernel, delta - kernel
 
 
+def first_order_change(model_fn: Callable, theta, x, directions, *, step: float = 1e-4):
+    """The network's first-order change of its outputs at ``x`` along each row v of
+    ``directions`` (S, P): ‖f(x; θ + h v̂) − f(x; θ − h v̂)‖ / (2h), v̂ = v/‖v‖; (S,).
+
+    Central finite differences of the network itself, with no Jacobian: the truncation error
+    is O(h²), so it measures ‖J v̂‖ independently of the autodiff Jacobian a kernel was built
+    from. Zero along the kernel of J to O(h²); the linearised model's change along v̂.
+    """
+    theta = _theta(theta, "first_order_change")
+    x = _x(x, "first_order_change")
+    directions = jnp.atleast_2d(
+        _check_vector("directions", directions, theta.size, "first_order_change")
+    )
+    step = positive("step", step, where="first_order_change")
+    norms = jnp.linalg.norm(directions, axis=1, keepdims=True)
+    if not bool(jnp.all(norms > 0)):
+        raise ValueError("first_order_change: a direction is zero; it has no first-order change")
+    unit = directions / norms
+
+    def change(v):
+        diff = model_fn(theta + step * v, x) - model_fn(theta - step * v, x)
+        return jnp.linalg.norm(diff) / (2 * step)
+
+    return jax.vmap(change)(unit)
+
+
 def relative_residual(jac, perturbations):
     """‖J Δ_s‖ / (‖J‖₂ ‖Δ_s‖) per row Δ_s of (S, P): 0 in the kernel, ≤ 1 always; (S,)."""
     jac = jnp.asarray(jac)
@@ -306,12 +335,15 @@ def slq_logdet(
     num_matvecs: int = 30,
     num_probes: int = 50,
     dtype=None,
+    adjoint: bool = True,
 ):
     """log det(G + αI) by stochastic Lanczos quadrature with matfree ([LZ]).
 
     ``matvec(v)`` = G v on (dim,) vectors; Rademacher probes; ``num_matvecs`` Lanczos steps
     with full reorthogonalisation and matfree's custom adjoint, so ``jax.grad`` in α (and
     in whatever ``matvec`` closes over) is the gradient of this estimate. A scalar.
+    ``adjoint=False`` lets JAX differentiate through the Lanczos iterations instead (the
+    alternative [LZ]'s adjoints replace; same value and gradient).
     """
     dim = positive_int("dim", dim, where="slq_logdet")
     num_matvecs = positive_int("num_matvecs", num_matvecs, where="slq_logdet")
@@ -320,7 +352,7 @@ def slq_logdet(
     num_probes = positive_int("num_probes", num_probes, where="slq_logdet")
     alpha = positive("prior_precision", prior_precision, where="slq_logdet")
     dtype = jnp.result_type(float) if dtype is None else dtype
-    tridiag = decomp.tridiag_sym(num_matvecs, reortho="full", custom_vjp=True)
+    tridiag = decomp.tridiag_sym(num_matvecs, reortho="full", custom_vjp=bool(adjoint))
     integrand = funm.monte_carlo_funm_sym_logdet(tridiag)
     sampler = stochtrace.sampler_signs(jnp.zeros(dim, dtype=dtype), num=num_probes)
     estimate = stochtrace.estimator_monte_carlo(integrand, sampler)

@@ -19,6 +19,7 @@ matplotlib.use("Agg")
 CFG = types.SimpleNamespace(
     rank_widths=(2, 4, 2),
     rank_points=(1, 3, 12),
+    rank_directions=4,
     activation="tanh",
     toy_widths=(1, 8, 1),
     toy_noise_scale=0.3,
@@ -95,23 +96,65 @@ def test_rank_study_and_evidence(toy):
     assert np.all(result["rank_ggn"] <= result["NO"])
     assert np.all(result["dim_ker"] == result["P"] - result["rank_ggn"])
     assert np.any(result["rank_hessian"] > result["NO"])  # the broken input
-    ev = study.rank_evidence(result)
-    assert isinstance(ev, Evidence) and all(ev.value) and "rank GGN" in ev.table
-    assert _passes(ev)
+    has_kernel = result["dim_ker"] > 0
+    assert np.all(np.isnan(result["kernel_change"]) == ~has_kernel)
+    assert np.all(result["kernel_change"][has_kernel] < 1e-5 * result["image_change"][has_kernel])
+    rank, preserves = study.rank_evidence(result)
+    assert isinstance(rank, Evidence) and all(rank.value) and "rank GGN" in rank.table
+    assert _passes(rank) and "kernel / range" in rank.table
+    assert preserves.part == "preserves-predictions" and len(preserves.value) == has_kernel.sum()
+    assert _passes(preserves) and "preserve the linearised" in preserves.says
+
+
+def _rank_result(**changes):
+    base = {
+        "N": np.array([1, 2]),
+        "NO": np.array([2, 4]),
+        "P": np.array([10, 10]),
+        "rank_ggn": np.array([2, 4]),
+        "rank_J": np.array([2, 4]),
+        "dim_ker": np.array([8, 6]),
+        "rank_hessian": np.array([5, 9]),
+        "kernel_change": np.array([1e-9, 2e-9]),
+        "image_change": np.array([1.0, 1.5]),
+    }
+    return {**base, **changes}
 
 
 def test_rank_evidence_fails_on_a_rank_above_no():
-    broken = {
-        "N": np.array([1]),
-        "NO": np.array([2]),
-        "P": np.array([10]),
-        "rank_ggn": np.array([3]),
-        "rank_J": np.array([3]),
-        "dim_ker": np.array([7]),
-        "rank_hessian": np.array([5]),
-    }
-    ev = study.rank_evidence(broken)
-    assert not all(ev.value) and ev.part == "rank-bound" and not _passes(ev)
+    rank, preserves = study.rank_evidence(_rank_result(rank_ggn=np.array([3, 4])))
+    assert not all(rank.value) and rank.part == "rank-bound" and not _passes(rank)
+    assert _passes(preserves)
+
+
+def test_rank_evidence_fails_when_kernel_directions_move_the_predictions():
+    # a null space built elsewhere: its directions move the outputs like the range's
+    _, moved = study.rank_evidence(_rank_result(kernel_change=np.array([1e-9, 0.4])))
+    assert not _passes(moved) and "not the preserved predictions" in moved.says
+    assert moved.glue["ch9_preserve_ratio"] == pytest.approx(0.4 / 1.5)
+    # a size without a kernel is left out of the part, not counted as preserved
+    _, empty = study.rank_evidence(
+        _rank_result(kernel_change=np.array([1e-9, np.nan]), dim_ker=np.array([8, 0]))
+    )
+    assert empty.labels == ["N = 1"] and len(empty.value) == 1
+    catalogue = checking.catalogue_check("C9.1", "preserves-predictions")
+    assert catalogue["rule"] == "less" and catalogue["bound"] == 1e-3
+
+
+@pytest.mark.slow
+def test_rank_study_fails_with_a_basis_that_is_not_the_null_space(monkeypatch, toy):  # x64
+    # the check can fail: random orthonormal directions of the kernel's dimension in place of
+    # the GGN's null space move the training outputs like the range's
+    real_null = study.sla.null_space
+    rng = np.random.default_rng(0)
+
+    def wrong_null(ggn):
+        k = real_null(ggn).shape[1]
+        return np.linalg.qr(rng.normal(size=(len(ggn), max(k, 1))))[0][:, :k]
+
+    monkeypatch.setattr(study.sla, "null_space", wrong_null)
+    result = study.rank_study(jax.random.PRNGKey(1), CFG)
+    assert not _passes(study.rank_evidence(result)[1])
 
 
 @pytest.mark.slow
@@ -140,10 +183,16 @@ def test_projected_study_and_evidence(toy):
     result = study.projected_study(toy, jax.random.PRNGKey(5), CFG, grid)
     assert result["errors"].shape == (CFG.ap_sweeps,)
     assert float(result["residual"].max()) < 1e-6
+    assert float(result["change_projected"].max()) < 1e-4 * np.median(result["change_isotropic"])
     assert float(result["sd_train"].max()) < 1e-2 * float(result["grid_sd"].max())
     ev = study.projected_evidence(toy, result, grid, CFG)
+    assert _passes(ev[0]) and "leave the linearised training predictions" in ev[0].says
+    # the check can fail: samples that move the training outputs like unprojected draws
+    moved = {**result, "change_projected": result["change_isotropic"]}
+    broken = study.projected_evidence(toy, moved, grid, CFG)[0]
+    assert not _passes(broken) and "does not keep" in broken.says
     assert [e.part for e in ev] == [
-        "residual",
+        "training-predictions",
         "alternating-projections",
         "alternating-projections-error",
         "sd-growth",
@@ -176,10 +225,18 @@ def test_lanczos_study_and_evidence(toy):
     assert abs(result["slq_grad"] - result["dense_grad"]) < 0.2 * abs(result["dense_grad"])
     assert abs(result["slq"] - result["dense"]) < 0.1 * toy.theta.size
     assert abs(result["slq_grad"] - result["finite_diff"]) < 1e-4 * abs(result["finite_diff"])
+    assert result["memory_adjoint"] < result["memory_iterations"]
+    assert 0 < result["memory_forward"] < result["memory_adjoint"]
     ev = study.lanczos_evidence(result, CFG)
-    assert [e.claim for e in ev] == ["C9.6"] * 3
-    assert [e.part for e in ev] == ["slq", "adjoint", "evidence-delta"]
+    assert [e.claim for e in ev] == ["C9.6"] * 4
+    assert [e.part for e in ev] == ["slq", "adjoint", "evidence-delta", "efficiency"]
     assert ev[0].glue["ch9_slq_tol"] == checking.catalogue_check("C9.6", "slq")["tol"]
+    assert _passes(ev[3]) and "of the memory" in ev[3].says
+    # the check can fail: adjoints that needed more memory than the iterations' reverse mode
+    costly = {**result, "memory_adjoint": 2 * result["memory_iterations"]}
+    broken = study.lanczos_evidence(costly, CFG)[3]
+    assert not _passes(broken) and "no saving" in broken.says
+    assert broken.glue["ch9_mem_ratio"] == pytest.approx(2.0)
 
 
 @pytest.mark.slow
