@@ -7,6 +7,7 @@ does not.
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -99,15 +100,33 @@ def test_c1_2_c1_3_count_sign_patterns_and_gaps():
         evidence.c1_2_c1_3_evidence(_penalty(sign=-1))
 
 
-def test_c1_7_compares_minima_and_minimisers():
-    minima = {2: dict(min_w=1.0, min_g=1.0 + 1e-9, beta_of_w=0.5, beta_g=0.5 + 1e-7)}
-    gap, where = evidence.c1_7_evidence(minima)
-    assert gap.claim == where.claim == "C1.7" and gap.value == pytest.approx(1e-9, rel=1e-6)
+def test_c1_7_compares_minima_minimisers_and_local_minima():
+    local = [(0.0, 95.0), (0.5, 1.0)]
+    minima = {
+        3: dict(
+            min_w=1.0,
+            min_g=1.0 + 1e-9,
+            beta_of_w=0.5,
+            beta_g=0.5 + 1e-7,
+            local_w=[(0.0, 95.0), (0.5, 1.0 + 1e-9)],
+            local_g=local,
+        )
+    }
+    gap, where, locals_ = evidence.c1_7_evidence(minima)
+    assert gap.claim == where.claim == locals_.claim == "C1.7"
+    assert gap.value == pytest.approx(1e-9, rel=1e-6)
     assert rule(gap) == ("approx", 0.0, 1e-6, None)
     assert rule(where) == ("approx", 0.0, 1e-5, None)
-    assert reproduces(gap) and reproduces(where)
-    far = evidence.c1_7_evidence({2: dict(min_w=1.0, min_g=1.1, beta_of_w=0.5, beta_g=0.6)})
-    assert not reproduces(far[0]) and not reproduces(far[1])
+    assert rule(locals_)[:2] == ("less", 1e-6) and locals_.value == [pytest.approx(1e-9)]
+    assert all(reproduces(e) for e in (gap, where, locals_))
+    assert locals_.glue["c1_7_local_counts"] == "2 at L = 3" and "(0.000000, 95" in locals_.table
+    far = evidence.c1_7_evidence(
+        {2: {**minima[3], "min_g": 1.1, "beta_g": 0.6, "local_w": [(0.5, 1.2)]}}
+    )
+    assert not any(reproduces(e) for e in far)
+    # a local minimum that one side lacks (the origin missed by random starts) fails it
+    missed = evidence.c1_7_evidence({3: {**minima[3], "local_w": [(0.5, 1.0)]}})[2]
+    assert missed.value == [math.inf] and not reproduces(missed)
 
 
 def test_c1_8_compares_the_lasso_modes():
@@ -120,16 +139,34 @@ def test_c1_8_compares_the_lasso_modes():
     assert not reproduces(broken)
 
 
-def test_c1_9_reads_the_curvature_and_the_ratio():
-    shape = {"min_second_diff": {2: 1e-6, 3: -0.1, 5: -0.2}, "ratio_g1_g2": [3.0, 2.0, 1.0]}
-    concave, convex, ratio = evidence.c1_9_evidence((2, 3, 5), shape)
+def test_c1_9_reads_the_curvature_the_ratio_and_its_limit():
+    far = (10, 100, 1000)
+    shape = {
+        "min_second_diff": {2: 1e-6, 3: -0.1, 5: -0.2},
+        "ratio_g1_g2": [3.0, 2.0, 1.0],
+        "limit_depths": far,
+        "ratio_limit": [1.0, 0.1, 0.01],  # like 1/L: to 0
+    }
+    concave, convex, ratio, limit = evidence.c1_9_evidence((2, 3, 5), shape)
     assert list(concave.value) == [True, True] and convex.value == 1e-6
     assert rule(concave)[0] == "true" and rule(convex)[:2] == ("greater", 0.0)
-    assert rule(ratio)[0] == "decreasing" and all(reproduces(e) for e in (concave, convex, ratio))
-    broken = {"min_second_diff": {2: -1.0, 3: 0.1}, "ratio_g1_g2": [1.0, 2.0]}
+    assert rule(ratio)[0] == "decreasing" and rule(limit)[:2] == ("greater", 2.0)
+    assert all(reproduces(e) for e in (concave, convex, ratio, limit))
+    assert limit.value == pytest.approx([10.0, 10.0]) and limit.glue["c1_9_limit_depth"] == 1000
+    # a ratio that decreases at every depth but levels off at a positive floor fails the limit
+    floor = evidence.c1_9_evidence((2, 3, 5), {**shape, "ratio_limit": [1.0, 0.55, 0.51]})[3]
+    assert not reproduces(floor)
+    broken = {
+        "min_second_diff": {2: -1.0, 3: 0.1},
+        "ratio_g1_g2": [1.0, 2.0],
+        "limit_depths": far,
+        "ratio_limit": [1.0, 1.0, 1.0],
+    }
     assert not any(reproduces(e) for e in evidence.c1_9_evidence((2, 3), broken))
     with pytest.raises(ValueError, match="lacks depth"):
-        evidence.c1_9_evidence((3,), {"min_second_diff": {3: -1.0}, "ratio_g1_g2": [1.0]})
+        evidence.c1_9_evidence((3,), {**shape, "min_second_diff": {3: -1.0}, "ratio_g1_g2": [1.0]})
+    with pytest.raises(ValueError, match="one ratio per limit depth"):
+        evidence.c1_9_evidence((2, 3, 5), {**shape, "ratio_limit": [1.0]})
 
 
 def test_c1_4_kl_within_four_standard_errors():

@@ -46,6 +46,27 @@ def test_matching_minima_of_eq24_and_g():
     r = narrow_minima.matching_minima(jax.random.key(2), 3, X, Y, SIGMA, TAU, **OPT)
     assert abs(r["min_w"] - r["min_g"]) / abs(r["min_g"]) < 1e-6
     assert abs(r["beta_of_w"] - r["beta_g"]) < 1e-5
+    # L = 3: the origin is a local minimum on both sides, with the global one
+    assert [b for b, _ in r["local_g"]] == [0.0, pytest.approx(r["beta_g"], abs=1e-8)]
+    assert len(r["local_w"]) == 2 and r["local_w"][0][0] == 0.0
+    np.testing.assert_allclose([v for _, v in r["local_w"]], [v for _, v in r["local_g"]])
+
+
+def test_local_minima_of_g_and_of_eq24_at_the_origin():
+    # L = 2, a lasso: the origin is no minimum of g and a saddle of eq. (24)
+    assert all(b != 0.0 for b, _ in narrow_minima.g_local_minima(X, Y, SIGMA, TAU, 2))
+    w = jax.numpy.zeros((1, 2))
+    loss = theory.neg_log_posterior(w, X, Y, SIGMA, TAU)
+    assert narrow_minima.w_local_minima(w, loss, X, Y, SIGMA, TAU) == []
+    # L = 4: the cusp at 0 is a local minimum of g, far narrower than the grid's spacing
+    g4 = narrow_minima.g_local_minima(X, Y, SIGMA, TAU, 4, grid=11)
+    assert g4[0][0] == 0.0
+    np.testing.assert_allclose(g4[0][1], float(theory.g(0.0, X, Y, SIGMA, TAU, 4)))
+    w4 = jax.numpy.zeros((1, 4))
+    origin = narrow_minima.w_local_minima(
+        w4, theory.neg_log_posterior(w4, X, Y, SIGMA, TAU), X, Y, SIGMA, TAU
+    )
+    assert origin == [(0.0, pytest.approx(g4[0][1]))]
 
 
 def test_lasso_modes_match_the_soft_threshold():
@@ -75,3 +96,6 @@ def test_g_shape_is_convex_at_two_and_concave_beyond():
     assert second[2] > 0 and second[3] < 0 and second[5] < 0
     ratio = [float(theory.g1(0.5, X, Y, SIGMA) / theory.g2(0.5, L, TAU)) for L in (2, 3, 5)]
     np.testing.assert_allclose(shape["ratio_g1_g2"], ratio)
+    far = [float(theory.g1(0.5, X, Y, SIGMA) / theory.g2(0.5, L, TAU)) for L in (10, 10**6)]
+    assert shape["limit_depths"][0] == 10 and shape["limit_depths"][-1] == 10**6
+    np.testing.assert_allclose([shape["ratio_limit"][0], shape["ratio_limit"][-1]], far)

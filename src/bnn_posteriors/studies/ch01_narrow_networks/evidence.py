@@ -10,6 +10,7 @@ Evidence names its check's ``part``: the rule and its bound are the claims catal
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -152,9 +153,10 @@ def c1_2_c1_3_evidence(penalty: Mapping) -> tuple[Evidence, Evidence, Evidence, 
     )
 
 
-def c1_7_evidence(minima: Mapping[int, Mapping]) -> tuple[Evidence, Evidence]:
-    """C1.7: eq. (24) over w and g over β have the same minimum and minimiser; ``minima`` is
-    ``{L: dict}`` of :func:`narrow_minima.matching_minima`."""
+def c1_7_evidence(minima: Mapping[int, Mapping]) -> tuple[Evidence, Evidence, Evidence]:
+    """C1.7: eq. (24) over w and g over β have the same minimum and minimiser, and the same
+    local minima (part ``local-minima``); ``minima`` is ``{L: dict}`` of
+    :func:`narrow_minima.matching_minima`."""
     _nonempty("minima", minima)
     header = ("L", "min −log p(w | y, x)", "min g", "∏ w*", "argmin g")
     rows = [
@@ -181,7 +183,39 @@ def c1_7_evidence(minima: Mapping[int, Mapping]) -> tuple[Evidence, Evidence]:
             part="minimiser",
             note="the minimiser of eq. (24) maps to the minimiser of g under beta = prod w",
         ),
+        Evidence(
+            "C1.7",
+            [_local_gap(r["local_w"], r["local_g"]) for r in minima.values()],
+            part="local-minima",
+            labels=[f"L = {depth}" for depth in minima],
+            note="per L, the largest relative gap between the values of the local minima of "
+            "eq. (24) over w and of g over β, sorted by β (∞ where their numbers differ)",
+            table=markdown_table(
+                ("L", "local minima of eq. (24): (∏ w, value)", "local minima of g: (β, value)"),
+                [
+                    (depth, _pairs(r["local_w"]), _pairs(r["local_g"]))
+                    for depth, r in minima.items()
+                ],
+            ),
+            glue={
+                "c1_7_local_counts": ", ".join(
+                    f"{len(r['local_g'])} at L = {depth}" for depth, r in minima.items()
+                )
+            },
+        ),
     )
+
+
+def _pairs(minima) -> str:
+    return "; ".join(f"({b:.6f}, {v:.6f})" for b, v in minima)
+
+
+def _local_gap(local_w, local_g) -> float:
+    """The largest relative gap of two lists of (β, value) local minima, both sorted by β;
+    ∞ when they have different lengths (a minimum one side has and the other lacks)."""
+    if len(local_w) != len(local_g) or not local_g:
+        return math.inf
+    return max(abs(vw - vg) / abs(vg) for (_, vw), (_, vg) in zip(local_w, local_g, strict=True))
 
 
 def c1_8_evidence(lasso: Mapping[str, Mapping]) -> Evidence:
@@ -203,10 +237,16 @@ def c1_8_evidence(lasso: Mapping[str, Mapping]) -> Evidence:
     )
 
 
-def c1_9_evidence(depths: Sequence[int], shape: Mapping) -> tuple[Evidence, Evidence, Evidence]:
-    """C1.9: g is not convex for L > 2 (but is at L = 2) and the likelihood's share falls
-    with depth; ``shape`` is :func:`narrow_minima.g_shape` over ``depths`` (which include 2)."""
+def c1_9_evidence(depths: Sequence[int], shape: Mapping) -> tuple[Evidence, ...]:
+    """C1.9: g is not convex for L > 2 (but is at L = 2), the likelihood's share falls with
+    depth, and it goes to 0: it falls by a factor per decade of L bounded away from 1, out to
+    L = 10⁶ (part ``limit``); ``shape`` is :func:`narrow_minima.g_shape` over ``depths``
+    (which include 2)."""
     second, ratio = shape["min_second_diff"], shape["ratio_g1_g2"]
+    far, limit = shape["limit_depths"], np.asarray(shape["ratio_limit"], dtype=float)
+    if len(far) < 2 or len(limit) != len(far):
+        raise ValueError("ratio_limit needs one ratio per limit depth, at two depths at least")
+    factors = limit[:-1] / limit[1:]
     _has_depths("shape['min_second_diff']", second, (*depths, 2))
     if len(ratio) != len(depths):
         raise ValueError(f"ratio_g1_g2 has {len(ratio)} values for {len(depths)} depths")
@@ -234,6 +274,18 @@ def c1_9_evidence(depths: Sequence[int], shape: Mapping) -> tuple[Evidence, Evid
             part="ratio",
             labels=[f"L = {depth}" for depth in depths],
             note="the ratio g1/g2 at β̂ over the depths",
+        ),
+        Evidence(
+            "C1.9",
+            factors.tolist(),
+            part="limit",
+            labels=[f"L = {a} → {b}" for a, b in zip(far[:-1], far[1:], strict=True)],
+            note="the factor by which g1/g2 at β̂ falls per decade of L, L = "
+            + ", ".join(f"{d:g}" for d in far)
+            + " (ratios "
+            + ", ".join(f"{r:.3g}" for r in limit)
+            + ")",
+            glue={"c1_9_limit_ratio": float(limit[-1]), "c1_9_limit_depth": int(far[-1])},
         ),
     )
 

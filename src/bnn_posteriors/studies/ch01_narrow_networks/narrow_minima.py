@@ -16,9 +16,12 @@ from collections.abc import Mapping, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy import optimize
 
 from bnn_posteriors.inference import optim
 from bnn_posteriors.theory import narrow_network as theory
+
+LIMIT_DEPTHS = (10, 100, 1_000, 10_000, 100_000, 1_000_000)  # C1.9's limit, decade by decade
 
 
 def orbit_deviation(rng_key, depth: int, x, y, sigma: float, tau: float, num_points: int = 200):
@@ -171,16 +174,92 @@ def matching_minima(rng_key, depth: int, x, y, sigma: float, tau: float, **setti
 
     ``settings``: ``num_starts``, ``num_steps``, ``newton_steps`` of
     :func:`posterior_minimiser`. Returns ``min_w``, ``min_g``, ``beta_of_w`` = ∏ w*,
-    ``beta_g`` = argmin g, all floats.
+    ``beta_g`` = argmin g, all floats; and every local minimum, ``local_w`` of eq. (24)
+    (:func:`w_local_minima`, same starts) and ``local_g`` of g (:func:`g_local_minima`),
+    lists of (β, value).
     """
-    w_star, min_w = posterior_minimiser(rng_key, depth, x, y, sigma, tau, **settings)
+    w, loss = _multistart(
+        rng_key,
+        theory.neg_log_posterior,
+        depth,
+        x,
+        y,
+        sigma,
+        tau,
+        settings["num_starts"],
+        settings["num_steps"],
+        settings["newton_steps"],
+    )
+    w_star, min_w = w[jnp.argmin(loss)], float(jnp.min(loss))
     beta_star, min_g = theory.minimise_1d(lambda b: theory.g(b, x, y, sigma, tau, depth), x, y)
     return {
         "min_w": min_w,
         "min_g": min_g,
         "beta_of_w": float(jnp.prod(w_star)),
         "beta_g": beta_star,
+        "local_w": w_local_minima(w, loss, x, y, sigma, tau),
+        "local_g": g_local_minima(x, y, sigma, tau, depth),
     }
+
+
+def g_local_minima(x, y, sigma: float, tau: float, depth: int, *, grid: int = 20001) -> list:
+    """Every local minimum of g (eq. 27) over β: ``[(β, g(β))]``, sorted by β.
+
+    On a grid over [−2|β̂|, 2|β̂|], which holds every minimum (beyond it g₁ and g₂ both grow
+    with |β|), each grid point below both neighbours is one, refined by bounded Brent
+    between them. β = 0, the cusp of |β|^{2/L}, is decided on its own: its basin can be far
+    narrower than any grid's spacing (for L = 3 about (L/(2τ²|g₁'(0)|))^{L/(L−2)}), so it is
+    a local minimum when g(±h) > g(0) at h = 1e-10 and 1e-12.
+    """
+    bhat = abs(float(theory.ls_slope(x, y)))
+    grid_b = np.linspace(-2.0 * bhat, 2.0 * bhat, grid)
+
+    def fn(b):
+        return theory.g(jnp.asarray(b, dtype=float), x, y, sigma, tau, depth)
+
+    g0 = float(fn(0.0))
+    steps = np.array([1e-10, 1e-12])
+    minima = [(0.0, g0)] if bool(np.all(np.asarray(fn(np.r_[steps, -steps])) > g0)) else []
+    vals = np.asarray(fn(grid_b))
+    for i in np.flatnonzero((vals[1:-1] < vals[:-2]) & (vals[1:-1] < vals[2:])) + 1:
+        if grid_b[i - 1] < 0.0 < grid_b[i + 1] and minima:
+            continue  # the cusp, decided above
+        res = optimize.minimize_scalar(
+            lambda t: float(fn(t)),
+            bounds=(grid_b[i - 1], grid_b[i + 1]),
+            method="bounded",
+            options={"xatol": 1e-12},
+        )
+        minima.append((float(res.x), float(min(res.fun, vals[i]))))
+    return sorted(minima)
+
+
+def w_local_minima(w, loss, x, y, sigma: float, tau: float) -> list:
+    """The local minima of eq. (24) over w among multi-start end points, as ``[(∏w, value)]``.
+
+    ``w`` (S, L) and ``loss`` (S,) are :func:`_multistart`'s end points (Adam, then Newton);
+    those where the gradient vanishes (‖∇‖ ≤ 1e-6) and the Hessian is positive definite
+    count, merged when their values agree to 1e-9 (relative) and their ∏w to 1e-6 (the
+    2^{L−1} sign patterns of a minimum are one); and the origin w = 0, a stationary point,
+    when its Hessian is positive definite (a basin too small for random starts). Sorted by ∏w.
+    """
+    w, loss = jnp.asarray(w), jnp.asarray(loss)
+
+    def objective(v):
+        return theory.neg_log_posterior(v, x, y, sigma, tau)
+
+    grads = jax.vmap(jax.grad(objective))(w)
+    lowest = jax.vmap(lambda v: jnp.linalg.eigvalsh(jax.hessian(objective)(v))[0])(w)
+    found = np.asarray((jnp.linalg.norm(grads, axis=1) <= 1e-6) & (lowest > 0))
+    points = [(float(jnp.prod(v)), float(f)) for v, f in zip(w[found], loss[found], strict=True)]
+    origin = jnp.zeros(w.shape[1])
+    if float(jnp.linalg.eigvalsh(jax.hessian(objective)(origin))[0]) > 0:
+        points.append((0.0, float(objective(origin))))
+    minima: list = []
+    for beta, value in sorted(points):
+        if not any(abs(value - v) <= 1e-9 * abs(v) and abs(beta - b) <= 1e-6 for b, v in minima):
+            minima.append((beta, value))
+    return minima
 
 
 def lasso_modes(rng_key, x, y, sigma: float, taus: Mapping[str, float], **settings) -> dict:
@@ -216,15 +295,22 @@ def g_shape(x, y, sigma: float, tau: float, depths: Sequence[int], beta_hat: flo
 
     On 3001 points of [−1.5, 1.5], ``min_second_diff`` ``{L: float}`` is the smallest second
     difference of g (negative where g is concave somewhere); ``ratio_g1_g2`` is the list
-    g1(β̂) / g2(β̂) over ``depths``.
+    g1(β̂) / g2(β̂) over ``depths``; ``ratio_limit`` the same ratio at the depths
+    ``limit_depths`` = 10, 10², …, 10⁶, where the limit L → ∞ is read (g is closed-form at any
+    L).
     """
     grid = jnp.linspace(-1.5, 1.5, 3001)
     min_second_diff = {
         depth: float(jnp.min(jnp.diff(theory.g(grid, x, y, sigma, tau, depth), 2)))
         for depth in depths
     }
-    ratio_g1_g2 = [
-        float(theory.g1(beta_hat, x, y, sigma) / theory.g2(beta_hat, depth, tau))
-        for depth in depths
-    ]
-    return {"min_second_diff": min_second_diff, "ratio_g1_g2": ratio_g1_g2}
+
+    def ratio(depth):
+        return float(theory.g1(beta_hat, x, y, sigma) / theory.g2(beta_hat, depth, tau))
+
+    return {
+        "min_second_diff": min_second_diff,
+        "ratio_g1_g2": [ratio(depth) for depth in depths],
+        "limit_depths": LIMIT_DEPTHS,
+        "ratio_limit": [ratio(depth) for depth in LIMIT_DEPTHS],
+    }
