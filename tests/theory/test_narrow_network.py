@@ -542,3 +542,24 @@ def test_quadrature_survives_a_strong_likelihood_and_a_tight_prior(n, half_width
     weights = sum(np.exp(v - top) for v in log_post.values())
     reference = float(np.sum(beta * weights) / np.sum(weights))
     assert found == pytest.approx(reference, rel=0.05)
+
+
+def test_log_densities_at_several_depths_are_the_single_depth_densities_in_one_pass():
+    u = np.linspace(-40.0, 4.0, 1201)
+    several = theory.log_densities_of_log_abs_product((3, 1, 5), 1.0, u)
+    assert list(several) == [1, 3, 5]
+    for depth in (1, 3, 5):
+        np.testing.assert_allclose(
+            several[depth], theory.log_density_of_log_abs_product(depth, 1.0, u)
+        )
+    q = theory.posterior_beta_quadrature(3, X, Y, 0.5, 1.0, u_min=-40.0, num=1201)
+    given = theory.posterior_beta_quadrature(
+        3, X, Y, 0.5, 1.0, u_min=-40.0, num=1201, log_prior=several[3]
+    )
+    assert given["mean_abs_beta"] == pytest.approx(q["mean_abs_beta"])
+    with pytest.raises(ValueError, match="depths is empty"):
+        theory.log_densities_of_log_abs_product((), 1.0, u)
+    with pytest.raises(ValueError, match="at L = 5"):
+        theory.log_densities_of_log_abs_product((5,), 1.0, np.linspace(-5.0, 4.0, 101))
+    with pytest.raises(ValueError, match="log_prior must be on the grid"):
+        theory.posterior_beta_quadrature(3, X, Y, 0.5, 1.0, log_prior=several[3])

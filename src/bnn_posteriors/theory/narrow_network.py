@@ -201,27 +201,39 @@ def log_density_of_log_abs_product(depth, tau, u):
     keep their relative precision however small they are. ``u``: (m,) uniform grid wide
     enough for the mass → (m,).
     """
-    _depth(depth)
+    return log_densities_of_log_abs_product((depth,), tau, u)[depth]
+
+
+def log_densities_of_log_abs_product(depths, tau, u) -> dict:
+    """:func:`log_density_of_log_abs_product` at several depths, ``{L: (m,)}``, in one pass:
+    the convolutions run once up to the largest depth, each depth read on the way."""
+    depths = sorted({positive_int("depth", d) for d in depths})
+    if not depths:
+        raise ValueError("depths is empty")
     tau = positive("tau", tau)
     u = np.asarray(u, dtype=float)
     if u.ndim != 1 or u.size < 3 or not u[1] > u[0] or not np.allclose(np.diff(u), u[1] - u[0]):
         raise ValueError("u must be a uniform, increasing 1-D grid with at least 3 points")
     du = u[1] - u[0]
     one = np.log(2.0) + u - 0.5 * np.exp(2 * u) / tau**2 - np.log(np.sqrt(2 * np.pi) * tau)
-    log_dens = one.copy()
-    for _ in range(depth - 1):
-        full = np.full(2 * u.size - 1, -np.inf)  # on the grid 2 u[0] + k du
-        for j, value in enumerate(log_dens):
-            window = full[j : j + u.size]
-            np.logaddexp(window, value + one, out=window)
-        log_dens = np.interp(u, 2 * u[0] + du * np.arange(full.size), full + np.log(du))
-    mass = np.exp(log_dens).sum() * du
-    if not abs(mass - 1.0) < 1e-3:
-        raise ValueError(
-            f"the grid u in [{u[0]:g}, {u[-1]:g}] holds only {mass:.3g} of the density's mass; "
-            "widen it (the mass of log|β| lies near L·(log τ − 0.64) ± 4·sqrt(1.23·L))"
-        )
-    return log_dens
+    log_dens, out = one.copy(), {}
+    for depth in range(1, depths[-1] + 1):
+        if depth > 1:
+            full = np.full(2 * u.size - 1, -np.inf)  # on the grid 2 u[0] + k du
+            for j, value in enumerate(log_dens):
+                window = full[j : j + u.size]
+                np.logaddexp(window, value + one, out=window)
+            log_dens = np.interp(u, 2 * u[0] + du * np.arange(full.size), full + np.log(du))
+        if depth in depths:
+            mass = np.exp(log_dens).sum() * du
+            if not abs(mass - 1.0) < 1e-3:
+                raise ValueError(
+                    f"the grid u in [{u[0]:g}, {u[-1]:g}] holds only {mass:.3g} of the density's "
+                    f"mass at L = {depth}; widen it (the mass of log|β| lies near "
+                    "L·(log τ − 0.64) ± 4·sqrt(1.23·L))"
+                )
+            out[depth] = log_dens.copy()
+    return out
 
 
 def log_abs_product_density(depth, tau, u):
@@ -229,16 +241,24 @@ def log_abs_product_density(depth, tau, u):
     return np.exp(log_density_of_log_abs_product(depth, tau, u))
 
 
-def posterior_beta_quadrature(depth, x, y, sigma, tau, *, u_min=-30.0, u_max=4.0, num=4001):
+def posterior_beta_quadrature(
+    depth, x, y, sigma, tau, *, u_min=-30.0, u_max=4.0, num=4001, log_prior=None
+):
     """Exact posterior of β = ∏ w_l for eq. (24) by quadrature on u = log|β|.
 
     p(β | y) ∝ exp(−g₁(β)) p_L(β), with p_L the density of a product of L
     N(0, τ²) weights. Returns ``dict(u, weight_pos, weight_neg, mean_abs_beta,
     prob_positive)`` where the weights are normalised grid masses of
-    β = +e^u and β = −e^u.
+    β = +e^u and β = −e^u. ``log_prior``: log p_L on that grid, when already computed
+    (:func:`log_densities_of_log_abs_product`).
     """
     u = np.linspace(u_min, u_max, num)
-    log_h = log_density_of_log_abs_product(depth, tau, u)  # no floor: log space
+    if log_prior is None:
+        log_h = log_density_of_log_abs_product(depth, tau, u)  # no floor: log space
+    else:
+        log_h = np.asarray(log_prior, dtype=float)
+        if log_h.shape != u.shape:
+            raise ValueError(f"log_prior must be on the grid of {num} points, got {log_h.shape}")
     beta = np.exp(u)
     log_pos = log_h - np.asarray(g1(jnp.asarray(beta), x, y, sigma))
     log_neg = log_h - np.asarray(g1(jnp.asarray(-beta), x, y, sigma))

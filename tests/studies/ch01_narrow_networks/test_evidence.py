@@ -246,6 +246,26 @@ def _nuts(exact, mean, ks_8=0.01):
     return runs
 
 
+def test_c1_6_rate_passes_a_constant_rate_and_fails_a_power_law_or_a_floor():
+    depths = [8, 16, 24, 32]
+    exponential = np.exp(-0.25 * np.array(depths))
+    power_law = np.array(depths, dtype=float) ** -2.0
+    floor = 0.1 + np.exp(-0.25 * np.array(depths))
+
+    def suppression(prob):
+        rate = (-np.diff(np.log(prob)) / np.diff(depths)).tolist()
+        return {"depths": depths, "prob": prob.tolist(), "rate": rate}
+
+    passing = evidence.c1_6_rate_evidence(suppression(exponential), 2.0)
+    assert passing.part == "exponential-rate" and passing.value == pytest.approx(1.0)
+    assert rule(passing)[:2] == ("at-least", 0.5) and reproduces(passing)
+    assert passing.glue["c1_6_rate_depth_last"] == 32 and "−Δ log P / ΔL" in passing.table
+    assert not reproduces(evidence.c1_6_rate_evidence(suppression(power_law), 2.0))
+    assert not reproduces(evidence.c1_6_rate_evidence(suppression(floor), 2.0))
+    with pytest.raises(ValueError, match="two rates"):
+        evidence.c1_6_rate_evidence({"depths": [1, 2], "prob": [0.5, 0.4], "rate": [0.2]}, 2.0)
+
+
 def test_c1_6_checks_the_exact_curve_nuts_ks_and_rhat():
     items = evidence.c1_6_evidence(_nuts([0.9, 0.85, 0.8], [0.9, 0.851, 0.799]))
     assert [e.claim for e in items] == ["C1.6"] * 4 and all(reproduces(e) for e in items)

@@ -226,3 +226,12 @@ def test_exact_mean_abs_beta_is_the_quadrature_per_sigma_and_depth():
     expected = theory.posterior_beta_quadrature(2, X, Y, 2.0, TAU)["mean_abs_beta"]
     assert means[2.0][1] == pytest.approx(expected)
     assert means[2.0][1] < means[0.5][1]  # a weaker likelihood shrinks more
+
+
+def test_nonzero_suppression_falls_at_a_rate_per_layer():
+    out = narrow_posterior.nonzero_suppression(X, Y, 2.0, TAU, (2, 6, 10), 0.5)
+    assert out["depths"] == [2, 6, 10] and len(out["prob"]) == 3 and len(out["rate"]) == 2
+    assert all(0 < p <= 1 for p in out["prob"]) and out["prob"][-1] < out["prob"][0]
+    np.testing.assert_allclose(out["rate"][0], -np.log(out["prob"][1] / out["prob"][0]) / 4)
+    with pytest.raises(ValueError, match="three depths"):
+        narrow_posterior.nonzero_suppression(X, Y, 2.0, TAU, (2, 6), 0.5)

@@ -417,6 +417,36 @@ def svi_summary(svi: Mapping[int, Mapping], depths: Sequence[int], nu_exact) -> 
     return markdown_table(header, rows), {"svi_ratio_max": max(r["ratio"] for r in svi.values())}
 
 
+def c1_6_rate_evidence(suppression: Mapping, sigma: float) -> Evidence:
+    """C1.6, "exponentially suppressed": the per-layer decrease of log P(|β| ≥ |β̂|/2 | y)
+    over its last interval of depths, against its largest over the depths (1 for a
+    constant rate, an exponential; towards 0 for a power law or a floor). ``suppression`` is
+    :func:`narrow_posterior.nonzero_suppression` at the weak likelihood ``sigma``."""
+    rate, depths, prob = (suppression[k] for k in ("rate", "depths", "prob"))
+    if len(rate) != len(depths) - 1 or len(prob) != len(depths) or len(rate) < 2:
+        raise ValueError("suppression needs a probability per depth and two rates at least")
+    share = float(rate[-1] / max(rate)) if max(rate) > 0 else 0.0
+    rows = [
+        (depth, f"{p:.3g}", "" if i == 0 else f"{rate[i - 1]:.3f}")
+        for i, (depth, p) in enumerate(zip(depths, prob, strict=True))
+    ]
+    return Evidence(
+        "C1.6",
+        share,
+        part="exponential-rate",
+        note=f"σ = {sigma:g}: the per-layer decrease of log P(|β| ≥ |β̂|/2 | y), exact, over "
+        f"L = {depths[-2]}..{depths[-1]}, / its largest over L = {depths[0]}..{depths[-1]} "
+        "(rates " + ", ".join(f"{r:.3f}" for r in rate) + ")",
+        table=markdown_table(("L", "P(|β| ≥ |β̂|/2 | y)", "−Δ log P / ΔL"), rows),
+        glue={
+            "c1_6_rate_sigma": sigma,
+            "c1_6_rate_last": float(rate[-1]),
+            "c1_6_rate_prob_last": float(prob[-1]),
+            "c1_6_rate_depth_last": int(depths[-1]),
+        },
+    )
+
+
 def c1_6_evidence(nuts_runs: Mapping[int, Mapping]) -> tuple[Evidence, ...]:
     """C1.6: the exact E|β| decreases with depth, NUTS agrees with it, the weights' marginals
     approach the prior (L = 2 against L = 8) and the chains mix (R-hat).
