@@ -179,8 +179,8 @@ def scan_and_summary(plain_progress: float) -> tuple[dict, dict, float]:
 def test_c3_7_gates_on_a_trap_and_records_the_further_findings():
     scan, summary, tau2_c = scan_and_summary(0.9)
     claim, breaks, collapse = evidence.c3_7(scan, summary, tau2_c, 0.75, CFG)
-    assert (claim.claim, claim.part) == ("C3.7", "escape")
-    assert rule(claim) == ("greater", 0.5, None, None) and claim.bound is None
+    assert (claim.claim, claim.part) == ("C3.7", "two-weight-trap")
+    assert rule(claim) == ("greater", 0.5, None, "two-weight-trap") and claim.bound is None
     assert not claim.gate.passed and "not trapped" in claim.gate.why
     assert claim.says.startswith("no trap to escape")
     assert claim.glue["grad_zero_n"] == 3 and claim.glue["adjusted_gain_at"] == pytest.approx(1.1)
@@ -197,6 +197,33 @@ def test_c3_7_gates_on_a_trap_and_records_the_further_findings():
     assert not reproduced(broken)
     with pytest.raises(ValueError, match="smallest tau2"):
         evidence.c3_7({0.011: scan[0.011]}, summary, tau2_c, 0.75, CFG)
+
+
+def _trap(plain, adjusted, nu_star=1.0):
+    return {"plain": np.array(plain), "adjusted": np.array(adjusted), "nu_star": nu_star}
+
+
+def test_c3_7_deep_trap_decides_better_and_ensures_apart():
+    trap = {0.1: _trap([0, 0, 0, 0], [1, 1, 0, 0]), 1.0: _trap([0, 0, 0, 0], [1, 1, 1, 1])}
+    better, ensures = evidence.c3_7_deep_trap(trap, 3)
+    assert (better.part, ensures.part) == ("trap-better", "trap-ensures")
+    assert better.gate.passed and ensures.gate.passed
+    assert better.value == [0.5, 1.0] and ensures.value == [0.5, 1.0]
+    assert rule(better)[:2] == ("greater", 0.0) and rule(ensures)[:2] == ("at-least", 1.0)
+    assert reproduced(better) and not reproduced(ensures)
+    assert "does not ensure it: at σ0 = 0.1 only 0.5" in ensures.says
+    assert ensures.glue == {} and better.glue["trap_ensures_min_sigma0"] == 0.1
+    assert "2 of 4" in better.table
+    every = evidence.c3_7_deep_trap({1.0: _trap([0, 0], [1, 1])}, 3)
+    assert all(reproduced(e) for e in every) and "Every adjusted run" in every[1].says
+    # no better than plain: both runs escape on their own, or neither does
+    worse = evidence.c3_7_deep_trap({0.1: _trap([0, 0], [0, 0])}, 3)
+    assert not any(reproduced(e) for e in worse)
+    # no trap (the median plain run reaches the optimum): inconclusive, not decided
+    free = evidence.c3_7_deep_trap({0.1: _trap([1, 1, 0], [1, 1, 1])}, 3)
+    assert not free[0].gate.passed and "no trap" in free[0].gate.why
+    with pytest.raises(ValueError, match="no σ0"):
+        evidence.c3_7_deep_trap({}, 3)
 
 
 def test_c3_6_is_decided_by_the_catalogue_bound(catalogue_rules):

@@ -31,6 +31,10 @@ CFG = SimpleNamespace(
     adjusted_scan=(1.5,),
     adjusted_sigma0=0.1,
     adjusted_eps=0.1,
+    trap_depth=3,
+    trap_sigma0s=(0.1, 1.0),
+    trap_init_scale=0.01,
+    trap_runs=2,
 )
 
 
@@ -98,3 +102,15 @@ def test_adjusted_runs_summary_and_table():
     assert table.startswith(f"τ²_c = {tau2_c:.5f}") and "| 1.500 |" in table
     with pytest.raises(ValueError, match="tau2_critical"):
         runs.adjusted_runs(jax.random.key(2), X, Y, 0.0, CFG)
+
+
+@pytest.mark.slow
+def test_deep_trap_runs_pair_plain_and_adjusted_fits_per_sigma0():
+    trap = runs.deep_trap_runs(jax.random.key(3), X, Y, CFG)
+    assert list(trap) == [0.1, 1.0]
+    for r in trap.values():
+        assert r["plain"].shape == r["adjusted"].shape == (2,) and r["depth"] == 3
+        assert r["nu_star"] > 0.5  # the optimum is far from the fixed point μ = 0
+        np.testing.assert_allclose(r["plain"], 0.0, atol=1e-6)  # plain MFVI stays at μ = 0
+    # the same starts and keys at every σ0: the plain fits agree
+    np.testing.assert_allclose(trap[0.1]["plain"], trap[1.0]["plain"])

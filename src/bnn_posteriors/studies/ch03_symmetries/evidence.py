@@ -282,9 +282,10 @@ def _trap_gate(gain: dict, progress: dict, tau2_c: float, cfg) -> Gate:
 
 
 def c3_7(scan: dict, summary: dict, tau2_c: float, beta_hat: float, cfg) -> tuple[Evidence, ...]:
-    """C3.7, Prop. B.5: the claim (better convergence where plain MFVI is trapped, gated on a
-    trap existing) and its two further findings (the adjusted prior breaks the fixed point
-    μ = 0; it does not lift MFVI out of Fig. 2's collapse).
+    """C3.7, Prop. B.5, on the two-weight network: three further findings (better convergence
+    where plain MFVI is trapped, gated on a trap existing, ``two-weight-trap``; the adjusted
+    prior breaks the fixed point μ = 0; it does not lift MFVI out of Fig. 2's collapse). The
+    claim is decided where a trap exists, by :func:`c3_7_deep_trap`.
 
     ``scan``: :func:`.runs.adjusted_runs`; ``summary``: :func:`.runs.adjusted_summary`;
     ``tau2_c``: the τ² below which MFVI's optimum is (0, 0).
@@ -353,7 +354,7 @@ def c3_7(scan: dict, summary: dict, tau2_c: float, beta_hat: float, cfg) -> tupl
     claim = Evidence(
         "C3.7",
         gain["adjusted"],
-        part="escape",
+        part="two-weight-trap",
         labels=[f"τ² = {t:g}" for t in np.atleast_1d(gain["at"])],
         gate=_trap_gate(gain, progress, tau2_c, cfg),
         note="median adjusted |mu1 mu2| / nu* "
@@ -401,3 +402,85 @@ def c3_7(scan: dict, summary: dict, tau2_c: float, beta_hat: float, cfg) -> tupl
         f"beta_hat = {beta_hat:.3f}",
     )
     return claim, breaks, collapse
+
+
+def c3_7_deep_trap(trap: dict, depth: int) -> tuple[Evidence, Evidence]:
+    """C3.7, Prop. B.5, where plain MFVI is trapped (the narrow network of ``depth`` started
+    near μ = 0): "better convergence", the share of adjusted runs that reach half of the
+    plain optimum ν* minus the share of plain runs that do, from the same starts
+    (``trap-better``); "ensures", the share of adjusted runs that reach it (``trap-ensures``),
+    per θ0 scale σ0. Gated on the trap: the median plain run below ν*/2.
+    ``trap``: :func:`.runs.deep_trap_runs`."""
+    if not trap:
+        raise ValueError("trap holds no σ0")
+    rows, better, ensures, plain_medians = [], [], [], []
+    for sigma0, r in trap.items():
+        reach_adj = float(np.mean(r["adjusted"] >= r["nu_star"] / 2))
+        reach_plain = float(np.mean(r["plain"] >= r["nu_star"] / 2))
+        better.append(reach_adj - reach_plain)
+        ensures.append(reach_adj)
+        plain_medians.append(float(np.median(r["plain"]) / r["nu_star"]))
+        rows.append(
+            (
+                f"{sigma0:g}",
+                f"{r['nu_star']:.4f}",
+                f"{plain_medians[-1]:.3g}",
+                f"{int(np.sum(r['plain'] >= r['nu_star'] / 2))} of {r['plain'].size}",
+                f"{int(np.sum(r['adjusted'] >= r['nu_star'] / 2))} of {r['adjusted'].size}",
+            )
+        )
+    trapped = max(plain_medians) < 0.5
+    gate = Gate(
+        passed=bool(trapped),
+        why=f"the median plain run ends at {max(plain_medians):.3g} of the plain optimum nu* "
+        f"(L = {depth}, started near mu = 0): "
+        + ("a trap" if trapped else "no trap, nothing to improve on"),
+        decide="a network and initialisation in which the median plain MFVI run ends below "
+        "half of its optimum",
+    )
+    labels = [f"σ0 = {s0:g}" for s0 in trap]
+    table = tables.markdown_table(
+        ("σ0", "ν*", "median plain |∏μ| / ν*", "plain runs ≥ ν*/2", "adjusted runs ≥ ν*/2"),
+        rows,
+    )
+    first = next(iter(trap.values()))
+    glue = {
+        "trap_depth": depth,
+        "trap_runs": int(first["plain"].size),
+        "trap_nu_star": float(first["nu_star"]),
+        "trap_plain_median": max(plain_medians),
+        "trap_ensures_min": min(ensures),
+        "trap_ensures_min_sigma0": float(list(trap)[int(np.argmin(ensures))]),
+        "trap_sigma0s": ", ".join(f"{s0:g}" for s0 in trap),
+    }
+    return (
+        Evidence(
+            "C3.7",
+            better,
+            part="trap-better",
+            labels=labels,
+            gate=gate,
+            note=f"L = {depth}, per σ0: share of adjusted runs reaching ν*/2 − share of plain "
+            "runs reaching it, same starts near μ = 0",
+            says="Where plain MFVI is trapped at μ = 0, the adjusted prior gets more runs out "
+            "of the trap at every σ0."
+            if min(better) > 0
+            else "Where plain MFVI is trapped at μ = 0, the adjusted prior does not get more runs "
+            "out at every σ0.",
+            glue=glue,
+            table=table,
+        ),
+        Evidence(
+            "C3.7",
+            ensures,
+            part="trap-ensures",
+            labels=labels,
+            gate=gate,
+            note=f"L = {depth}, per σ0: share of adjusted runs reaching ν*/2",
+            says=f"Every adjusted run leaves the trap at every σ0 of {glue['trap_sigma0s']}."
+            if min(ensures) >= 1
+            else f"The adjusted prior does not ensure it: at σ0 = "
+            f"{glue['trap_ensures_min_sigma0']:g} only {min(ensures):.3g} of the adjusted runs "
+            "leave the trap.",
+        ),
+    )

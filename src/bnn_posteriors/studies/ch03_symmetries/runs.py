@@ -18,6 +18,7 @@ from bnn_posteriors.models.symmetry import priors as symmetry
 from bnn_posteriors.site import tables
 from bnn_posteriors.studies.ch01_narrow_networks import narrow_posterior
 from bnn_posteriors.theory import narrow_network as theory
+from bnn_posteriors.util import streams
 
 KINDS = ("gaussian", "laplace")  # the priors of Props. B.4 and B.10
 
@@ -166,6 +167,31 @@ def adjusted_runs(rng_key, x, y, tau2_critical: float, cfg) -> dict:
         eps=cfg.adjusted_eps,
         svi_steps=cfg.svi_steps,
     )
+
+
+def deep_trap_runs(rng_key, x, y, cfg) -> dict:
+    """Prop. B.5 (C3.7) where plain MFVI has a trap: the narrow network of depth
+    ``cfg.trap_depth`` at τ² = 1, ``cfg.trap_runs`` starts near μ = 0, plain against adjusted
+    priors of each θ0 scale σ0 in ``cfg.trap_sigma0s`` (:func:`narrow_posterior.deep_trap`,
+    same starts and keys for every σ0), on the named stream "C3.7/deep-trap" of ``rng_key``.
+    Returns ``{σ0: dict}``."""
+    key = jax.random.fold_in(rng_key, streams.name_word("C3.7/deep-trap"))
+    return {
+        sigma0: narrow_posterior.deep_trap(
+            key,
+            x,
+            y,
+            cfg.sigma,
+            1.0,
+            cfg.trap_depth,
+            num_seeds=cfg.trap_runs,
+            sigma0=sigma0,
+            eps=cfg.adjusted_eps,
+            num_steps=cfg.svi_steps,
+            init_scale=cfg.trap_init_scale,
+        )
+        for sigma0 in cfg.trap_sigma0s
+    }
 
 
 def scan_table(scan: dict, tau2_critical: float, tau2_threshold: float, beta_hat: float) -> str:
