@@ -232,6 +232,67 @@ def test_marginal_likelihood_conjugate_evidence(x64):
     np.testing.assert_allclose(float(la.log_marginal_likelihood(post)), exact, rtol=1e-8)
 
 
+def _linear_posterior(noise_scale):
+    """A Laplace fit of a linear model y = x w + b + noise (the GGN is exact), at σ₀."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(40, 3))
+    y = x @ np.array([[0.5], [-1.0], [0.2]]) + 0.3 * rng.normal(size=(40, 1))
+    params = [{"W": jnp.asarray(0.9 * np.array([[0.5], [-1.0], [0.2]])), "b": jnp.zeros(1)}]
+
+    def fit(sigma):
+        return la.laplace(
+            params,
+            jnp.asarray(x),
+            jnp.asarray(y),
+            likelihood="gaussian",
+            noise_scale=sigma,
+            activation="identity",
+        )
+
+    return fit(noise_scale), fit
+
+
+def test_optimise_noise_scale_maximises_the_evidence_in_sigma_and_delta(x64):
+    post, refit = _linear_posterior(0.5)
+    best = la.optimise_noise_scale(post, num_targets=40)
+    sigma, delta = best.noise_scale, best.prior_precision
+    # the same posterior as a Laplace fit at the fitted σ (GGN ∝ 1/σ², log-likelihood)
+    direct = refit(sigma).with_prior_precision(delta)
+    np.testing.assert_allclose(best.eigvals, direct.eigvals, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(best.log_likelihood, direct.log_likelihood, rtol=1e-9)
+    # MacKay's conditions at the optimum: γ = δ‖θ*‖² and σ² = SSE/(n − γ)
+    lam, theta = np.asarray(best.eigvals), np.asarray(best.mean)
+    gamma = np.sum(lam / (lam + delta))
+    sse = -2 * sigma**2 * (best.log_likelihood + 20 * np.log(2 * np.pi * sigma**2))
+    np.testing.assert_allclose(gamma, delta * theta @ theta, rtol=1e-6)
+    np.testing.assert_allclose(sigma**2, sse / (40 - gamma), rtol=1e-5)
+    # a maximum against independent refits at other σ and δ
+    top = float(la.log_marginal_likelihood(direct))
+    for s, d in ((1.2 * sigma, delta), (sigma / 1.2, delta), (sigma, 2 * delta)):
+        assert float(la.log_marginal_likelihood(refit(s), d)) < top
+    # the starting σ₀ does not matter: only θ* does
+    again = la.optimise_noise_scale(refit(3.0), num_targets=40)
+    np.testing.assert_allclose(again.noise_scale, sigma, rtol=1e-6)
+    # the fitted σ is near the residual scale, not the σ₀ it started from
+    assert 0.2 < sigma < 0.45
+
+
+def test_optimise_noise_scale_rejects_bad_input(x64):
+    post, _ = _linear_posterior(0.5)
+    with pytest.raises(ValueError, match="num_targets"):
+        la.optimise_noise_scale(post, num_targets=0)
+    with pytest.raises(ValueError, match="increasing"):
+        la.optimise_noise_scale(post, num_targets=40, lower=1.0, upper=0.1)
+    with pytest.raises(ValueError, match="lower"):
+        la.optimise_noise_scale(post, num_targets=40, lower=-1.0)
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.normal(size=(10, 2)))
+    params = nets.mlp_init(KEY, (2, 2), 0.5)
+    classes = la.laplace(params, x, jnp.zeros(10, int), likelihood="categorical")
+    with pytest.raises(ValueError, match="Gaussian likelihood"):
+        la.optimise_noise_scale(classes, num_targets=10)
+
+
 @pytest.mark.slow
 def test_last_layer_subset_and_classification_predictives():
     rng = np.random.default_rng(4)

@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
+from scipy import optimize
 
 from bnn_posteriors.models import nets
 from bnn_posteriors.models.numpyro_models import neg_log_likelihood
@@ -170,6 +171,12 @@ def optimise_prior_precision(
         raise ValueError(f"lower must be below upper, got {lower} and {upper}")
     lam = np.asarray(posterior.eigvals, dtype=np.float64)
     norm2 = float(np.sum(np.asarray(posterior.mean, dtype=np.float64) ** 2))
+    return posterior.with_prior_precision(_profile_prior_precision(lam, norm2, lower, upper))
+
+
+def _profile_prior_precision(lam, norm2: float, lower: float, upper: float) -> float:
+    """The δ that maximises the evidence for GGN eigenvalues ``lam`` and ‖θ*‖² ``norm2``:
+    the root of MacKay's γ(δ) = δ‖θ*‖² by bisection in log δ, clipped to [lower, upper]."""
 
     def excess(log_delta):  # 2δ · d logZ/dδ, decreasing in δ
         d = math.exp(log_delta)
@@ -177,16 +184,83 @@ def optimise_prior_precision(
 
     lo, hi = math.log(lower), math.log(upper)
     if excess(lo) <= 0:
-        return posterior.with_prior_precision(lower)
+        return lower
     if excess(hi) >= 0:
-        return posterior.with_prior_precision(upper)
+        return upper
     for _ in range(200):
         mid = 0.5 * (lo + hi)
         if excess(mid) > 0:
             lo = mid
         else:
             hi = mid
-    return posterior.with_prior_precision(math.exp(0.5 * (lo + hi)))
+    return math.exp(0.5 * (lo + hi))
+
+
+def optimise_noise_scale(
+    posterior: LaplacePosterior,
+    num_targets: int,
+    *,
+    lower: float = 1e-4,
+    upper: float = 1e2,
+    delta_bounds: tuple[float, float] = (1e-8, 1e8),
+) -> LaplacePosterior:
+    """Fit the Gaussian noise σ jointly with δ by :func:`log_marginal_likelihood` at the MAP.
+
+    The GGN scales as 1/σ² and log p(D | θ*, σ) = −(n/2) log 2πσ² − SSE/(2σ²), so with the
+    unit-noise eigenvalues μ_i = σ₀²λ_i of ``posterior`` (fitted at σ₀) the evidence is
+    −(n/2) log 2πσ² − SSE/(2σ²) − δ‖θ*‖²/2 + (P/2) log δ − ½ Σ log(μ_i/σ² + δ)
+    (MacKay, 1992; Immer et al., 2021, post hoc as laplace-torch's marginal-likelihood
+    tuning). δ is profiled out (MacKay's γ = δ‖θ*‖², :func:`optimise_prior_precision`) and σ
+    maximised in log σ on [lower, upper]; at the optimum σ² = SSE/(n − γ), γ = Σ λ_i/(λ_i + δ).
+    ``num_targets`` n is the number of scalar training targets (points × outputs); θ* stays.
+    Returns the posterior with σ, its GGN eigenvalues and log-likelihood, and δ.
+    """
+    if posterior.likelihood != "gaussian":
+        raise ValueError(
+            f"optimise_noise_scale: a noise scale belongs to the Gaussian likelihood, got "
+            f"{posterior.likelihood!r}"
+        )
+    n = positive_int("num_targets", num_targets, where="optimise_noise_scale")
+    lower = positive("lower", lower, where="optimise_noise_scale")
+    upper = positive("upper", upper, where="optimise_noise_scale")
+    d_lo, d_hi = (positive("delta_bounds", d, where="optimise_noise_scale") for d in delta_bounds)
+    if not (lower < upper and d_lo < d_hi):
+        raise ValueError(
+            f"optimise_noise_scale: bounds must be increasing, got σ in [{lower}, {upper}] "
+            f"and δ in [{d_lo}, {d_hi}]"
+        )
+    s0 = float(posterior.noise_scale)
+    mu = np.asarray(posterior.eigvals, dtype=np.float64) * s0**2
+    norm2 = float(np.sum(np.asarray(posterior.mean, dtype=np.float64) ** 2))
+    sse = -2.0 * s0**2 * (float(posterior.log_likelihood) + 0.5 * n * math.log(2 * math.pi * s0**2))
+    sse = max(sse, 0.0)
+    p = posterior.num_params
+
+    def neg_evidence(log_sigma):  # −log Z(σ, δ*(σ))
+        s2 = math.exp(2 * log_sigma)
+        lam = mu / s2
+        d = _profile_prior_precision(lam, norm2, d_lo, d_hi)
+        log_lik = -0.5 * n * math.log(2 * math.pi * s2) - 0.5 * sse / s2
+        z = log_lik - 0.5 * d * norm2 + 0.5 * p * math.log(d) - 0.5 * np.sum(np.log(lam + d))
+        return -float(z)
+
+    grid = np.linspace(math.log(lower), math.log(upper), 121)
+    values = [neg_evidence(g) for g in grid]
+    i = int(np.argmin(values))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
+    best = optimize.minimize_scalar(
+        neg_evidence, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10}
+    )
+    log_sigma = float(best.x) if best.fun <= values[i] else float(grid[i])
+    sigma = math.exp(log_sigma)
+    lam = mu / sigma**2
+    fitted = dataclasses.replace(
+        posterior,
+        eigvals=jnp.asarray(lam, dtype=posterior.eigvals.dtype),
+        noise_scale=sigma,
+        log_likelihood=-0.5 * n * math.log(2 * math.pi * sigma**2) - 0.5 * sse / sigma**2,
+    )
+    return fitted.with_prior_precision(_profile_prior_precision(lam, norm2, d_lo, d_hi))
 
 
 def laplace(

@@ -25,7 +25,8 @@ CFG = types.SimpleNamespace(
     toy_noise_scale=0.3,
     uci_names=("yacht",),
     uci_hidden=(8,),
-    uci_noise_scale=0.3,
+    uci_noise=0.3,
+    uci_map_noise_scale=0.3,
     map_prior_precision=1.0,
     map_learning_rate=1e-2,
     map_steps=300,
@@ -88,6 +89,49 @@ def test_toy_and_uci_fits_use_their_loaders(monkeypatch, toy):
     for bad in ((), ("yacht", "yacht")):
         with pytest.raises(ValueError, match="uci_names"):
             study.uci_fits(key, types.SimpleNamespace(**{**vars(CFG), "uci_names": bad}), 0)
+
+
+@pytest.mark.slow
+def test_uci_noise_is_fixed_by_a_number_or_fitted_by_the_evidence(monkeypatch):
+    split = types.SimpleNamespace(
+        **dict(zip(("x_train", "y_train", "x_test", "y_test"), _toy_data(), strict=True))
+    )
+    monkeypatch.setattr(loaders, "load_split", lambda name, seed: split)
+    key = jax.random.PRNGKey(0)
+    x64 = jax.config.jax_enable_x64  # the module's toy fixture may have switched it on
+    jax.config.update("jax_enable_x64", True)
+    try:
+        fixed = study.uci_fit(key, CFG, seed=0, name="yacht")
+        cfg = types.SimpleNamespace(**{**vars(CFG), "uci_noise": "evidence"})
+        fitted = study.uci_fit(key, cfg, seed=0, name="yacht")
+    finally:
+        jax.config.update("jax_enable_x64", x64)
+    assert fixed.noise_scale == fixed.posterior.noise_scale == 0.3
+    # the same MAP (trained with uci_map_noise_scale), then σ fitted with δ: σ² = SSE/(n − γ)
+    np.testing.assert_array_equal(fitted.theta, fixed.theta)
+    assert fitted.noise_scale == fitted.posterior.noise_scale != 0.3
+    sse = float(np.sum((np.asarray(fitted.model_fn(fitted.theta, fitted.x))[:, 0] - fitted.y) ** 2))
+    lam = np.asarray(fitted.posterior.eigvals)
+    gamma = float(np.sum(lam / (lam + fitted.prior_precision)))
+    np.testing.assert_allclose(fitted.noise_scale**2, sse / (fitted.y.size - gamma), rtol=1e-5)
+    assert study.uci_noise(cfg) == (0.3, True) and study.uci_noise(CFG) == (0.3, False)
+    for bad in ("mle", -0.1):
+        with pytest.raises(ValueError, match="uci_noise"):
+            study.uci_noise(types.SimpleNamespace(**{**vars(CFG), "uci_noise": bad}))
+    with pytest.raises(ValueError, match="fit_noise"):
+        x, _, xg, _ = _toy_data()
+        study.fit(
+            "c",
+            x,
+            np.zeros(20, int),
+            xg,
+            np.zeros(5, int),
+            rng_key=key,
+            hidden=(4,),
+            cfg=CFG,
+            likelihood="categorical",
+            fit_noise=True,
+        )
 
 
 @pytest.mark.slow
