@@ -237,49 +237,20 @@ def test_nonzero_suppression_falls_at_a_rate_per_layer():
         narrow_posterior.nonzero_suppression(X, Y, 2.0, TAU, (2, 6), 0.5)
 
 
-def test_deep_trap_holds_plain_mfvi_at_zero_and_a_large_nudge_frees_it(x64):
-    trap = narrow_posterior.deep_trap(
-        jax.random.key(0),
-        X,
-        Y,
-        0.5,
-        1.0,
-        3,
-        num_seeds=3,
-        sigma0=1.0,
-        eps=0.1,
-        num_steps=500,
-        init_scale=0.01,
+def _deep_trap(depth=3, init_scale=0.01, **overrides):
+    settings = dict(num_seeds=3, sigma0=1.0, eps=0.1, num_steps=500, init_scale=init_scale)
+    return narrow_posterior.deep_trap(
+        jax.random.key(0), X, Y, 0.5, 1.0, depth, **(settings | overrides)
     )
+
+
+def test_deep_trap_holds_plain_mfvi_at_zero_and_a_large_nudge_frees_it(x64):
+    trap = _deep_trap()
     np.testing.assert_allclose(trap["plain"], 0.0, atol=1e-6)
     assert np.all(trap["adjusted"] > trap["nu_star"] / 2)  # prior means at the prior's scale
     assert trap["elbo_star"] > trap["plain_elbo"].max()  # the trap is not the optimum
     # from starts far from μ = 0 (outside the basin) plain MFVI reaches the optimum: no trap
-    free = narrow_posterior.deep_trap(
-        jax.random.key(0),
-        X,
-        Y,
-        0.5,
-        1.0,
-        3,
-        num_seeds=3,
-        sigma0=1.0,
-        eps=0.1,
-        num_steps=500,
-        init_scale=1.0,
-    )
+    free = _deep_trap(init_scale=1.0)
     assert np.median(free["plain"]) > free["nu_star"] / 2
     with pytest.raises(ValueError, match="depth of 2 or more"):
-        narrow_posterior.deep_trap(
-            jax.random.key(0),
-            X,
-            Y,
-            0.5,
-            1.0,
-            1,
-            num_seeds=1,
-            sigma0=1.0,
-            eps=0.1,
-            num_steps=5,
-            init_scale=0.01,
-        )
+        _deep_trap(depth=1, num_seeds=1, num_steps=5)

@@ -154,7 +154,15 @@ def posterior_minimiser(
 
     Starts w ~ N(0, 1.5²). Returns ``(w_star (L,), min_loss float)``.
     """
-    w, loss = _multistart(
+    w, loss = _posterior_end_points(
+        rng_key, depth, x, y, sigma, tau, num_starts, num_steps, newton_steps
+    )
+    return w[jnp.argmin(loss)], float(jnp.min(loss))
+
+
+def _posterior_end_points(rng_key, depth, x, y, sigma, tau, num_starts, num_steps, newton_steps):
+    """Every start's end point of :func:`_multistart` on eq. (24): ``(w (S, L), loss (S,))``."""
+    return _multistart(
         rng_key,
         theory.neg_log_posterior,
         depth,
@@ -166,7 +174,6 @@ def posterior_minimiser(
         num_steps,
         newton_steps,
     )
-    return w[jnp.argmin(loss)], float(jnp.min(loss))
 
 
 def matching_minima(rng_key, depth: int, x, y, sigma: float, tau: float, **settings) -> dict:
@@ -178,9 +185,8 @@ def matching_minima(rng_key, depth: int, x, y, sigma: float, tau: float, **setti
     (:func:`w_local_minima`, same starts) and ``local_g`` of g (:func:`g_local_minima`),
     lists of (β, value).
     """
-    w, loss = _multistart(
+    w, loss = _posterior_end_points(
         rng_key,
-        theory.neg_log_posterior,
         depth,
         x,
         y,
