@@ -70,6 +70,11 @@ def test_metricbnn_cost_scales_with_the_budget():
     assert two["walk"] == one["walk"] > 0
     longer = cost.metricbnn_flops(loss, theta, apply, unravel, x, **{**budget, "num_refine": 6})
     assert longer["walk"] > 1.8 * one["walk"]
+    # the paper's encoder on all P parameters: no principal directions, a larger autoencoder
+    paper = {**budget, "num_components": None}
+    all_in = cost.metricbnn_flops(loss, theta, apply, unravel, x, **paper)
+    assert all_in["svd"] == 0.0 < one["svd"] and all_in["walk"] == one["walk"]
+    assert all_in["autoencoder"] > one["autoencoder"]
 
 
 @pytest.mark.slow
@@ -95,6 +100,9 @@ def test_flops_against_depth_rows_and_terms():
     for la, (la_terms, mb_terms) in zip(rows["LA"], terms, strict=True):
         assert la == sum(la_terms.values()) and set(mb_terms) >= {"walk", "autoencoder"}
     assert rows["LA"][1] > rows["LA"][0] and rows["MetricBNN"][1] > rows["MetricBNN"][0]
+    # with the encoder on all P the count grows with P faster than on 3 principal directions
+    all_in = rows["MetricBNN, all P in"]
+    assert all_in[1] / all_in[0] > rows["MetricBNN"][1] / rows["MetricBNN"][0]
     with pytest.raises(ValueError, match="one key per depth"):
         cost.flops_against_depth(
             keys[:1],

@@ -114,7 +114,7 @@ def metricbnn_flops(
     ae_batch: int,
     latent_dim: int,
     hidden,
-    num_components: int,
+    num_components: int | None,
     num_samples: int,
 ) -> dict:
     """FLOPs of MetricBNN (Alg. 1) from the flat MAP ``theta_map`` (P,), budgets as given.
@@ -122,13 +122,19 @@ def metricbnn_flops(
     Terms: ``walk`` (N·T drifts and N·T·M gradient steps of ``loss_fn``), ``svd`` (the
     principal directions of the N·T solutions), ``autoencoder`` (``ae_updates`` Adam
     updates of eq. 6 on batches of ``ae_batch``) and ``predictive`` (``num_samples``
-    decoded networks evaluated on ``x_test``).
+    decoded networks evaluated on ``x_test``). ``num_components``: the principal directions
+    in front of the encoder (this book's implementation); None: the encoder takes all P
+    parameters, as [MBNN] describes it, and ``svd`` is 0.
     """
     size = theta_map.size
-    rank = min(num_components, num_particles * num_steps, size)
+    if num_components is None:
+        rank = size
+    else:
+        rank = min(num_components, num_particles * num_steps, size)
     grad_step = xla_flops(lambda t: t - 1e-3 * jax.grad(loss_fn)(t), theta_map)
     walk = num_particles * num_steps * (num_refine * grad_step + 2.0 * size)
-    projection = 2.0 * num_particles * (num_steps + 1) * size * rank
+    solutions = num_particles * (num_steps + 1)
+    projection = 0.0 if num_components is None else 2.0 * solutions * size * rank
     one_update = _ae_update_flops(rank, latent_dim, tuple(hidden), ae_batch, num_steps)
     ae = metricbnn.autoencoder_init(jax.random.PRNGKey(0), rank, latent_dim, hidden)
     model = {"ae": ae, "theta_map": theta_map, "basis": jnp.zeros((size, rank)), "scale": 1.0}
@@ -139,7 +145,9 @@ def metricbnn_flops(
 
     return {
         "walk": walk,
-        "svd": svd_flops(num_particles * num_steps, size) + projection,
+        "svd": 0.0
+        if num_components is None
+        else svd_flops(num_particles * num_steps, size) + projection,
         "autoencoder": ae_updates * one_update,
         "predictive": xla_flops(predictive, jnp.zeros((num_samples, latent_dim))),
     }
@@ -174,14 +182,21 @@ def flops_against_depth(
 
     For each depth in ``depths`` (with its key of ``rng_keys``), an MLP 1 → width^depth → 1
     (N(0, 1/fan_in) weights) on the regression data x, y (n, 1): :func:`laplace_flops`
-    and :func:`metricbnn_flops` with ``budgets`` (its keyword arguments) on ``x_test``.
-    Returns ``(rows, terms)``: rows ``{"depth", "P", "LA", "MetricBNN"}`` of lists (the
-    totals) and, per depth, the pair of term dicts.
+    and :func:`metricbnn_flops` with ``budgets`` (its keyword arguments) on ``x_test``, and
+    once more with the encoder on all P parameters (``num_components=None``).
+    Returns ``(rows, terms)``: rows ``{"depth", "P", "LA", "MetricBNN", "MetricBNN, all P
+    in"}`` of lists (the totals) and, per depth, the pair of term dicts (LA, MetricBNN).
     """
     if len(rng_keys) != len(depths):
         raise ValueError(f"need one key per depth: {len(rng_keys)} keys, {len(depths)} depths")
     tanh_net = functools.partial(nets.mlp_apply, activation_name="tanh")
-    rows: dict[str, list] = {"depth": [], "P": [], "LA": [], "MetricBNN": []}
+    rows: dict[str, list] = {
+        "depth": [],
+        "P": [],
+        "LA": [],
+        "MetricBNN": [],
+        "MetricBNN, all P in": [],
+    }
     terms: list[tuple[dict, dict]] = []
     for key, depth in zip(rng_keys, depths, strict=True):
         params = nets.mlp_init(key, (1, *([width] * depth), 1), scheme="fan_in")
@@ -197,9 +212,12 @@ def flops_against_depth(
         )
         la_terms = laplace_flops(params, x, x_test, noise_scale=noise_scale)
         mb_terms = metricbnn_flops(loss, theta, tanh_net, unravel, x_test, **budgets)
+        all_in = {**budgets, "num_components": None}
+        mb_all = metricbnn_flops(loss, theta, tanh_net, unravel, x_test, **all_in)
         rows["depth"].append(depth)
         rows["P"].append(int(theta.size))
         rows["LA"].append(sum(la_terms.values()))
         rows["MetricBNN"].append(sum(mb_terms.values()))
+        rows["MetricBNN, all P in"].append(sum(mb_all.values()))
         terms.append((la_terms, mb_terms))
     return rows, terms

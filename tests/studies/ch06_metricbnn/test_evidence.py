@@ -14,7 +14,9 @@ from bnn_posteriors.evaluation import diagnostics
 from bnn_posteriors.studies.ch06_metricbnn import evidence
 from bnn_posteriors.studies.ch06_metricbnn import experiments as mbx
 
-CFG = SimpleNamespace(num_particles=10, lin_gap_min_maps=40, straightness_threshold=0.9)
+CFG = SimpleNamespace(
+    num_particles=10, lin_gap_min_maps=40, straightness_threshold=0.9, banana_min_maps=25
+)
 
 
 def passes(item) -> bool:
@@ -102,17 +104,54 @@ def test_c6_3_and_c6_4_decide_on_the_intervals():
     assert not passes(c63) and passes(c64)
 
 
-def test_c6_5_ring_entropy():
-    ent = {
-        w: {"LA": np.full(3, 0.69), "Lin LA": np.full(3, 0.6), "MetricBNN": np.full(3, 0.4)}
-        for w in ("ring", "test")
+def banana_probs(mb_conf=0.9, lin_ring=0.3, mb_ring=0.4):
+    """Two-class probabilities of the three methods on 4 test points (labels 0, 0, 1, 1) and
+    on 3 ring points: on the test points every method is right, the sampled LA 60 %
+    confident, the linearised LA 80 %, MetricBNN ``mb_conf``; on the ring p(class 0) is 0.5
+    for the sampled LA and ``*_ring`` for the others."""
+
+    def on_test(p):  # right with confidence p
+        return np.array([[p, 1 - p], [p, 1 - p], [1 - p, p], [1 - p, p]])
+
+    def on_ring(p):
+        return np.tile([p, 1 - p], (3, 1))
+
+    return {
+        "test": {"LA": on_test(0.6), "Lin LA": on_test(0.8), "MetricBNN": on_test(mb_conf)},
+        "ring": {"LA": on_ring(0.5), "Lin LA": on_ring(lin_ring), "MetricBNN": on_ring(mb_ring)},
     }
-    item = evidence.c6_5(ent)
-    assert item.value == pytest.approx(-0.29) and not passes(item)
-    assert rule_of(item) == ("greater", 0.0, None)
-    assert item.glue["ch6_ent_la_test"] == pytest.approx(0.69)
-    ent["ring"]["MetricBNN"] = np.full(3, 0.7)
-    assert passes(evidence.c6_5(ent))
+
+
+LABELS = np.array([0, 0, 1, 1])
+
+
+def test_banana_scores_entropy_nll_and_ece():
+    scores = evidence.banana_scores(banana_probs(), LABELS)
+    assert scores["LA"]["ring entropy"] == pytest.approx(np.log(2))
+    assert scores["Lin LA"]["test NLL"] == pytest.approx(-np.log(0.8))
+    # every point right at confidence 0.8 or 0.9: ECE = 1 - confidence
+    assert scores["Lin LA"]["test ECE"] == pytest.approx(0.2)
+    assert scores["MetricBNN"]["test ECE"] == pytest.approx(0.1)
+
+
+def test_c6_5_decides_calibration_and_the_high_uncertainty_region():
+    ece, nll, high = evidence.c6_5(banana_probs(), LABELS, CFG)
+    assert [e.part for e in (ece, nll, high)] == ["ece", "nll", "high-uncertainty"]
+    for item in (ece, nll, high):
+        assert rule_of(item) == ("greater", 0.0, None)
+    # MetricBNN right at 0.9: better calibrated than the LA at 0.6 (ECE 0.4) and the Lin LA at
+    # 0.8 (ECE 0.2), so the margin is the smaller one, against the Lin LA
+    assert ece.value == pytest.approx(0.1) and passes(ece) and passes(nll)
+    # on the ring MetricBNN (p = 0.4) is more uncertain than the Lin LA (p = 0.3), but one MAP
+    # cannot decide it: inconclusive until banana_min_maps MAPs
+    assert high.value > 0 and passes(high) and not high.gate.passed
+    one_map = SimpleNamespace(banana_min_maps=1)
+    assert evidence.c6_5(banana_probs(), LABELS, one_map)[2].gate.passed
+    assert not passes(evidence.c6_5(banana_probs(mb_ring=0.2), LABELS, one_map)[2])
+    assert high.glue["ch6_ent_la_ring"] == pytest.approx(np.log(2)) and "test ECE" in high.table
+    # MetricBNN less sure than the Lin LA where both are right: worse calibrated, fails
+    worse = evidence.c6_5(banana_probs(mb_conf=0.7), LABELS, CFG)
+    assert not passes(worse[0]) and not passes(worse[1]) and "not below" in worse[0].says
 
 
 def uci_rows(mb=0.3, mb_seconds=1.0):
@@ -152,27 +191,45 @@ def test_c6_6_decides_the_whole_sentence_in_three_parts():
     assert sampled.glue["ch6_paper_faster"] == 4
 
 
-def test_c6_7_mnist_orderings():
+def test_c6_7_decides_its_whole_sentence():
     nll = {"LA (last layer)": 0.5, "Lin LA (last layer)": 0.4, "MetricBNN": 0.3, "MAP": 0.3}
-    sampled, lin, against_map = evidence.c6_7(nll, nll, "results/x.json")
-    assert sampled.value == pytest.approx(0.2) and passes(sampled) and passes(lin)
-    assert rule_of(sampled) == ("greater", 0.0, None)
-    assert rule_of(lin) == ("greater", 0.0, "linearised-la")
-    assert rule_of(against_map) == ("greater", 0.01, "map") and "(bound 0.01 nats)" in (
-        against_map.says
+    mnist = {"nll": nll, "seconds": {"LA (last layer)": 40.0, "MetricBNN": 20.0}}
+    # UCI: LA − MetricBNN = 0.7 − 0.3 = 0.4 on every set, more than MNIST's 0.2
+    sampled, lin, pronounced, scalable, against_map = evidence.c6_7(
+        mnist, mnist, uci_rows(), "results/x.json"
     )
+    assert sampled.value == pytest.approx(0.2) and passes(sampled) and passes(lin)
+    for item in (sampled, lin, pronounced, scalable):
+        assert rule_of(item) == ("greater", 0.0, None)
+    assert pronounced.value == pytest.approx(0.2 - 0.4) and not passes(pronounced)
+    assert "not larger" in pronounced.says and pronounced.committed is None
+    assert scalable.value == pytest.approx(np.log10(2)) and passes(scalable)
+    assert scalable.committed == "results/x.json"
+    assert rule_of(against_map) == ("greater", 0.01, "map") and "(0.01 nats)" in against_map.says
     assert not passes(against_map)
-    assert not passes(evidence.c6_7({**nll, "MetricBNN": 0.6}, nll, None)[0])
+    assert sampled.glue["ch6_uci_gap"] == pytest.approx(0.4)
+    # a larger gap on MNIST than on the UCI sets passes; MetricBNN slower than the LAs fails
+    assert passes(evidence.c6_7(mnist, mnist, uci_rows(mb=0.65), None)[2])
+    slow = {**mnist, "seconds": {"LA (last layer)": 40.0, "MetricBNN": 55.0}}
+    assert not passes(evidence.c6_7(mnist, slow, uci_rows(), None)[3])
+    worse = {**mnist, "nll": {**nll, "MetricBNN": 0.6}}
+    assert not passes(evidence.c6_7(worse, mnist, uci_rows(), None)[0])
 
 
-def cost_inputs(mb_growth=1.1):
-    rows = {"depth": [1, 2], "P": [100, 200], "LA": [1e6, 8e6], "MetricBNN": [1e9, mb_growth * 1e9]}
+def cost_inputs(mb_growth=1.1, all_in_growth=3.0):
+    rows = {
+        "depth": [1, 2],
+        "P": [100, 200],
+        "LA": [1e6, 8e6],
+        "MetricBNN": [1e9, mb_growth * 1e9],
+        "MetricBNN, all P in": [2e9, all_in_growth * 2e9],
+    }
     terms = [
         ({"eigh": 5e5, "ggn": 5e5}, {"autoencoder": 1e9}),
         ({"eigh": 7e6, "ggn": 1e6}, {"autoencoder": mb_growth * 1e9}),
     ]
     summary = {
-        "growth": {"LA": 8.0, "MetricBNN": mb_growth},
+        "growth": {"LA": 8.0, "MetricBNN": mb_growth, "MetricBNN, all P in": all_in_growth},
         "ratio": np.divide(rows["MetricBNN"], rows["LA"]),
         "crossing": {"size": 2000.0, "la": 1e11, "misfit": 1e-3},
         "cross_depth": 20.0,
@@ -180,13 +237,29 @@ def cost_inputs(mb_growth=1.1):
     return rows, terms, summary
 
 
-def test_c6_8_growth_and_absolute_cost():
-    growth, absolute = evidence.c6_8(*cost_inputs())
-    assert growth.value == pytest.approx(np.log10(8 / 1.1)) and passes(growth)
+def accuracy_rows(mb=(1.0, 1.2)):
+    return {"depth": [1, 2], "P": [100, 200], "LA": [1.1, 1.1], "MetricBNN": list(mb)}
+
+
+COST_CFG = SimpleNamespace(ae_components=64, depth_min_maps=40)
+
+
+def test_c6_8_growth_accuracy_and_absolute_cost():
+    growth, accuracy, absolute = evidence.c6_8(*cost_inputs(), accuracy_rows(), COST_CFG)
+    # decided on the paper's encoder (all P in, 3-fold), not the principal directions' 1.1
+    assert growth.value == pytest.approx(np.log10(8 / 3.0)) and passes(growth)
     assert rule_of(growth) == ("greater", 0.0, None)
     assert rule_of(absolute) == ("greater", 0.0, "absolute-cost") and not passes(absolute)
     assert growth.glue["ch6_cross_size"] == "2\u202f000" and "of which eigh" in growth.table
-    assert not passes(evidence.c6_8(*cost_inputs(mb_growth=20.0))[0])
+    assert not passes(evidence.c6_8(*cost_inputs(all_in_growth=20.0), accuracy_rows(), COST_CFG)[0])
+    # MetricBNN's gap NLL 0.1 above the LA's at two hidden layers: the largest excess
+    assert rule_of(accuracy) == ("less", 0.0, None)
+    assert accuracy.value == pytest.approx(0.1) and not passes(accuracy)
+    assert not accuracy.gate.passed and "2 hidden layers" in accuracy.says
+    better = evidence.c6_8(*cost_inputs(), accuracy_rows(mb=(1.0, 1.05)), COST_CFG)[1]
+    assert passes(better) and better.value == pytest.approx(-0.05)
+    one_map = SimpleNamespace(ae_components=64, depth_min_maps=1)
+    assert evidence.c6_8(*cost_inputs(), accuracy_rows(), one_map)[1].gate.passed
 
 
 def test_the_catalogue_decides_the_same_evidence(catalogue_rules):
@@ -209,3 +282,9 @@ def test_the_catalogue_decides_the_same_evidence(catalogue_rules):
     )
     assert not passes(band)
     assert "band 1%" in evidence.c6_1(c61(rise=0.05), 10000, CFG)[0].says
+
+
+def test_one_map_gate_decides_only_on_enough_maps():
+    gate = evidence.one_map_gate(25, "measured on one MAP", per=" per depth")
+    assert not gate.passed and "25 MAPs per depth" in gate.decide
+    assert evidence.one_map_gate(1, "measured on one MAP").passed

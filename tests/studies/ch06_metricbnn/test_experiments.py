@@ -225,12 +225,12 @@ def test_uci_fit_probs_and_settings(monkeypatch, tiny_cfg):
 
 
 @pytest.mark.slow
-def test_banana_entropies_shapes_and_bounds():
+def test_banana_predictives_are_class_probabilities():
     rng = np.random.default_rng(2)
     x = jnp.asarray(rng.normal(size=(40, 2)), jnp.float32)
     y = jnp.asarray((x[:, 0] * x[:, 1] > 0).astype(np.int32))
     inputs = {"near": x[:5], "far": 10 * x[:3]}
-    ent = mbx.banana_entropies(
+    probs = mbx.banana_predictives(
         list(jax.random.split(KEY, 4)),
         x,
         y,
@@ -242,11 +242,11 @@ def test_banana_entropies_shapes_and_bounds():
         num_samples=8,
         walk_fn=WALK,
     )
-    assert set(ent) == {"near", "far"} and set(ent["near"]) == {"LA", "Lin LA", "MetricBNN"}
+    assert set(probs) == {"near", "far"} and set(probs["near"]) == {"LA", "Lin LA", "MetricBNN"}
     for where, xs in inputs.items():
-        for values in ent[where].values():
-            assert values.shape == (xs.shape[0],)
-            assert np.all(values >= 0) and np.all(values <= np.log(2) + 1e-9)
+        for values in probs[where].values():
+            assert values.shape == (xs.shape[0], 2) and np.all(values >= 0)
+            np.testing.assert_allclose(values.sum(1), 1.0, rtol=1e-5)
 
 
 @pytest.mark.slow
@@ -373,8 +373,10 @@ def test_cost_summary_growth_ratio_and_crossing(tiny_cfg):
         "P": sizes,
         "LA": [sum(t[0].values()) for t in terms],
         "MetricBNN": [sum(t[1].values()) for t in terms],
+        "MetricBNN, all P in": [2.0, 3.0, 4.0, 5.0],
     }
     out = mbx.cost_summary(rows, terms, tiny_cfg(num_particles=2, cost_steps=3))
+    assert out["growth"]["MetricBNN, all P in"] == pytest.approx(2.5)
     assert out["growth"]["LA"] == pytest.approx(rows["LA"][-1] / rows["LA"][0])
     np.testing.assert_allclose(out["ratio"], np.divide(rows["MetricBNN"], rows["LA"]))
     crossing = mbx.flops_crossing(sizes, terms, solutions=6, num_components=4)
@@ -393,15 +395,30 @@ def test_cost_study_counts_one_row_per_depth(tiny_cfg):
 
 
 @pytest.mark.slow
+def test_depth_accuracy_scores_both_posteriors_on_the_gap_at_each_depth(tiny_cfg):
+    problem, _ = snelson_like()
+    cfg = tiny_cfg(depths=(1, 2))
+    keys = list(jax.random.split(KEY, 2))
+    rows = mbx.depth_accuracy(keys, problem, cfg, mbx.walker(cfg))
+    assert rows["depth"] == [1, 2] and rows["P"] == [10, 22]  # 1-3-1 and 1-3-3-1 tanh MLPs
+    assert all(np.isfinite(rows["LA"])) and all(np.isfinite(rows["MetricBNN"]))
+    # the LA's draws scored on the gap: the same as gap_nll of its own draws, not a constant
+    assert rows["LA"] != rows["MetricBNN"]
+    with pytest.raises(ValueError, match="one key per depth"):
+        mbx.depth_accuracy(keys[:1], problem, cfg, mbx.walker(cfg))
+
+
+@pytest.mark.slow
 def test_banana_run_grid_ring_and_test_points(tiny_cfg):
     rng = np.random.default_rng(4)
     x = rng.normal(size=(20, 2)).astype(np.float32)
     y = (x[:, 0] > 0).astype(np.int32)
     cfg = tiny_cfg()
-    ent, g, radius = mbx.banana_run(jax.random.split(KEY, 4), x, y, x[:3], cfg, mbx.walker(cfg))
+    probs, g, radius = mbx.banana_run(jax.random.split(KEY, 4), x, y, x[:3], cfg, mbx.walker(cfg))
     assert g.shape == (61,) and radius == pytest.approx(2 * np.linalg.norm(x, axis=1).max())
-    assert ent["grid"]["LA"].shape == (61 * 61,) and ent["ring"]["MetricBNN"].shape == (200,)
-    assert ent["test"]["Lin LA"].shape == (3,)
+    assert probs["grid"]["LA"].shape == (61 * 61, 2)
+    assert probs["ring"]["MetricBNN"].shape == (200, 2)
+    assert probs["test"]["Lin LA"].shape == (3, 2)
 
 
 def test_uci_runs_one_run_per_set_and_split(monkeypatch, tiny_cfg):

@@ -33,9 +33,10 @@ def test_snelson_figure_has_a_panel_per_posterior():
 
 def test_banana_figure_has_an_entropy_colour_bar():
     g = np.linspace(-1, 1, 5)
-    ent = {"grid": {m: RNG.uniform(0, 0.6, 25) for m in ("LA", "Lin LA", "MetricBNN")}}
+    first = RNG.uniform(0.2, 0.8, (25, 1))
+    probs = {"grid": dict.fromkeys(("LA", "Lin LA", "MetricBNN"), np.hstack([first, 1 - first]))}
     x = RNG.normal(size=(6, 2))
-    fig = figures.banana(ent, g, 1.5, x, (x[:, 0] > 0).astype(int))
+    fig = figures.banana(probs, g, 1.5, x, (x[:, 0] > 0).astype(int))
     assert isinstance(fig, Figure) and len(fig.axes) == 4  # three panels and the colour bar
     assert fig.axes[-1].get_ylabel() == "predictive entropy (nats)"
     plt.close(fig)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from bnn_posteriors.site import profiles
 from bnn_posteriors.studies.ch06_metricbnn import experiments as mbx
@@ -60,7 +61,7 @@ def test_full_record_and_its_display():
         "straightness",
     )
     summaries = {"deciding (full profile)": dict.fromkeys(keys, summary)}
-    ent = {"grid": {"LA": np.ones(4)}, "ring": {"LA": np.full(4, 0.5)}}
+    banana = {w: {"LA": np.full((4, 2), 0.5)} for w in ("grid", "ring", "test")}
     record = report.full_record(
         cfg,
         12.34,
@@ -69,15 +70,19 @@ def test_full_record_and_its_display():
         per_map={},
         run=SimpleNamespace(mse_map=0.1),
         post=POST,
-        ent=ent,
+        banana=banana,
+        y_banana=np.array([0, 1, 1, 0]),
         rows=ROWS,
         mnist=MNIST,
         cost_rows={},
         growth={"LA": 8.0},
+        accuracy={"depth": [1], "LA": [1.0], "MetricBNN": [0.9]},
     )
     assert record["wall_time_s"] == 12.3 and set(record["snelson"]["c64"]) == set(keys[1:])
-    assert record["banana_mean_entropy"] == {"ring": {"LA": 0.5}}
+    assert record["banana"]["LA"]["ring entropy"] == pytest.approx(np.log(2))
+    assert record["banana"]["LA"]["test NLL"] == pytest.approx(np.log(2))
     assert record["uci_table"][0]["paper_nll"] == 2.28
+    assert record["gap_nll_vs_depth"]["MetricBNN"] == [0.9]
     full = {
         **record,
         "provenance": {"commit": "abc", "machine": "m", "date": "d"},

@@ -26,10 +26,11 @@ from jax.flatten_util import ravel_pytree
 
 from bnn_posteriors.data import loaders as data
 from bnn_posteriors.evaluation import cost, metrics
-from bnn_posteriors.evaluation.predictive import class_probs, entropy
+from bnn_posteriors.evaluation.predictive import class_probs
 from bnn_posteriors.inference import laplace, map_estimate, metricbnn
 from bnn_posteriors.models import cnn, nets
 from bnn_posteriors.store import cache as unit_cache
+from bnn_posteriors.util.streams import name_word
 
 _relu_net = partial(nets.mlp_apply, activation_name="relu")
 
@@ -66,7 +67,8 @@ def chapter_keys(root_key, cfg) -> dict:
     "map", "walk" (Snelson's MAP and walk), "la", "gaussian", "samples", "posterior" (the
     draws of C6.2), "banana" (4), "uci" (one per data set and split, data sets outer),
     "mnist" (4), "cost" (one per depth); besides, "curvature" = fold_in(root_key, 1) (the
-    power iteration of η) and "repeats" = fold_in(root_key, 200) (the MAPs of C6.3/C6.4).
+    power iteration of η), "repeats" = fold_in(root_key, 200) (the MAPs of C6.3/C6.4) and
+    "accuracy" (one per depth, the named stream "C6.8/accuracy").
     """
     counts = {
         "map": 1,
@@ -88,6 +90,8 @@ def chapter_keys(root_key, cfg) -> dict:
         keys[name] = keys[name][0]
     keys["curvature"] = jax.random.fold_in(root_key, 1)
     keys["repeats"] = jax.random.fold_in(root_key, 200)
+    accuracy = jax.random.fold_in(root_key, name_word("C6.8/accuracy"))
+    keys["accuracy"] = list(jax.random.split(accuracy, len(cfg.depths)))
     return keys
 
 
@@ -479,7 +483,7 @@ def faster_than(
 # ----------------------------------------------------------------------------- Banana, MNIST
 
 
-def banana_entropies(
+def banana_predictives(
     rng_keys,
     x,
     y,
@@ -492,13 +496,14 @@ def banana_entropies(
     num_samples: int,
     walk_fn,
 ) -> dict:
-    """Predictive entropy of the sampled LA, the linearised LA and MetricBNN ([MBNN] Fig. 4).
+    """Predictive class probabilities of the sampled LA, the linearised LA and MetricBNN
+    ([MBNN] Fig. 4).
 
     A tanh MLP (``widths``) is trained to its MAP on the classes y (n,) of x (n, d); the LA
     (full GGN, prior precision by the evidence) and MetricBNN (``walk_fn``, then latent
     samples) predict each array of ``inputs`` (name → (m, d)). ``rng_keys``: four keys, for
     the initialisation, Alg. 1, the LA's samples and the latent samples. Returns
-    name → method → entropies (m,).
+    name → method → posterior-mean class probabilities (m, C).
     """
     k_init, k_walk, k_la, k_mb = rng_keys
     tanh_net = partial(nets.mlp_apply, activation_name="tanh")
@@ -524,24 +529,25 @@ def banana_entropies(
     th_mb = metricbnn.latent_sample(latent, k_mb, num_samples)
     return {
         where: {
-            "LA": entropy(class_probs(th_la, unravel, tanh_net, xs)),
-            "Lin LA": entropy(laplace.linearised_predictive(post, xs)),
-            "MetricBNN": entropy(class_probs(th_mb, unravel, tanh_net, xs)),
+            "LA": class_probs(th_la, unravel, tanh_net, xs),
+            "Lin LA": np.asarray(laplace.linearised_predictive(post, xs)),
+            "MetricBNN": class_probs(th_mb, unravel, tanh_net, xs),
         }
         for where, xs in inputs.items()
     }
 
 
 def banana_run(keys, x_train, y_train, x_test, cfg, walk) -> tuple[dict, np.ndarray, float]:
-    """:func:`banana_entropies` on a 61 × 61 grid over [-4.5, 4.5]², on a ring of radius
+    """:func:`banana_predictives` on a 61 × 61 grid over [-4.5, 4.5]², on a ring of radius
     ``cfg.ring_radius`` × the training data's largest radius (200 points) and on the test
-    points. Returns ``(entropies, grid axis (61,), ring radius)``."""
+    points. Returns ``(probabilities, grid axis (61,), ring radius)``: "grid", "ring" and
+    "test" → method → (m, C)."""
     g = np.linspace(-4.5, 4.5, 61)
     grid = jnp.asarray(np.stack(np.meshgrid(g, g), -1).reshape(-1, 2), jnp.float32)
     radius = cfg.ring_radius * float(np.linalg.norm(x_train, axis=1).max())
     angles = np.linspace(0, 2 * np.pi, 200, endpoint=False)
     ring = jnp.asarray(radius * np.stack([np.cos(angles), np.sin(angles)], 1), jnp.float32)
-    ent = banana_entropies(
+    probs = banana_predictives(
         list(keys),
         jnp.asarray(x_train, jnp.float32),
         jnp.asarray(y_train),
@@ -558,7 +564,7 @@ def banana_run(keys, x_train, y_train, x_test, cfg, walk) -> tuple[dict, np.ndar
             ae_updates=cfg.banana_ae_updates,
         ),
     )
-    return ent, g, radius
+    return probs, g, radius
 
 
 def mnist_study(keys, x_train, y_train, x_test, y_test, cfg, walk) -> dict:
@@ -762,6 +768,77 @@ def flops_crossing(
     return {**out, "size": float(hi), "la": la_total, "metricbnn": la_total - float(gap(hi))}
 
 
+def depth_accuracy(keys, problem: GapRegression, cfg, walk) -> dict:
+    """[MBNN] Fig. 5's accuracy against depth (C6.8, "while preserving accuracy"): for each
+    depth of ``cfg.depths`` (with its key of ``keys``), a tanh MLP 1 → width^depth → 1
+    (``cfg.depth_width``) trained to its MAP on ``problem``'s data, its sampled LA (full GGN,
+    prior precision by the evidence) and MetricBNN (Alg. 1 with Snelson's settings, then
+    latent samples), each scored by its NLL on the gap points (:func:`gap_nll`).
+
+    ``walk``: :func:`walker` of the settings. Returns ``{"depth", "P", "LA", "MetricBNN"}`` of
+    lists.
+    """
+    if len(keys) != len(cfg.depths):
+        raise ValueError(f"need one key per depth: {len(keys)} keys, {len(cfg.depths)} depths")
+    tanh_net = partial(nets.mlp_apply, activation_name="tanh")
+    sigma, delta = problem.noise_scale, cfg.prior_precision
+    rows: dict[str, list] = {"depth": [], "P": [], "LA": [], "MetricBNN": []}
+    for key, depth in zip(keys, cfg.depths, strict=True):
+        k_init, k_curv, k_walk, k_la, k_mb = jax.random.split(key, 5)
+        widths = (problem.x.shape[1], *([cfg.depth_width] * depth), 1)
+        params, _ = map_estimate.train_map(
+            nets.mlp_init(k_init, widths, scheme="fan_in"),
+            problem.x,
+            problem.y,
+            likelihood="gaussian",
+            noise_scale=sigma,
+            prior_precision=delta,
+            num_steps=cfg.snelson_map_steps,
+            learning_rate=cfg.map_learning_rate,
+        )
+        theta, unravel = ravel_pytree(params)
+        net = GapRegression(
+            problem.x, problem.y, problem.x_gap, problem.y_gap, sigma, unravel, tanh_net
+        )
+        post = laplace.optimise_prior_precision(
+            laplace.laplace(
+                params,
+                problem.x,
+                problem.y,
+                likelihood="gaussian",
+                noise_scale=sigma,
+                activation="tanh",
+            )
+        )
+        loss = metricbnn.refinement_loss(
+            unravel,
+            tanh_net,
+            problem.x,
+            problem.y,
+            likelihood="gaussian",
+            noise_scale=sigma,
+            prior_precision=delta,
+        )
+        _, latent, _ = walk(
+            k_walk,
+            loss,
+            theta,
+            num_steps=cfg.snelson_steps,
+            drift=cfg.snelson_drift,
+            ae_updates=cfg.ae_updates,
+            learning_rate=metricbnn.stable_learning_rate(
+                loss, theta, k_curv, cfg.refine_learning_rate
+            ),
+        )
+        rows["depth"].append(depth)
+        rows["P"].append(int(theta.size))
+        rows["LA"].append(gap_nll(post.sample(k_la, cfg.pred_samples), net))
+        rows["MetricBNN"].append(
+            gap_nll(metricbnn.latent_sample(latent, k_mb, cfg.pred_samples), net)
+        )
+    return rows
+
+
 def cost_study(keys, problem: GapRegression, cfg) -> tuple[dict, list]:
     """:func:`cost.flops_against_depth` on Snelson's data at the depths ``cfg.depths`` and
     App. A's budgets of ``cfg``: ``(rows, terms)`` (one key per depth)."""
@@ -792,7 +869,7 @@ def cost_summary(rows: dict, terms: list, cfg) -> dict:
     ``cross_depth`` (the hidden layers at the crossing, by the parameters per layer)."""
     if len(rows["P"]) < 2:
         raise ValueError(f"need counts at two depths at least, got {len(rows['P'])}")
-    growth = {m: rows[m][-1] / rows[m][0] for m in ("LA", "MetricBNN")}
+    growth = {m: rows[m][-1] / rows[m][0] for m in ("LA", "MetricBNN", "MetricBNN, all P in")}
     ratio = np.array(rows["MetricBNN"]) / np.array(rows["LA"])
     crossing = flops_crossing(
         rows["P"],

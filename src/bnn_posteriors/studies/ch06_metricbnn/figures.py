@@ -9,6 +9,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from bnn_posteriors.evaluation.predictive import entropy
+
 GAP = (1.5, 3.0)  # Snelson's held-out in-between gap
 
 
@@ -36,14 +38,15 @@ def snelson(post, noise_scale: float, x_tr, y_tr, x_gap, y_gap):
     return fig
 
 
-def banana(ent: dict, g, radius: float, x_tr, y_tr):
+def banana(probs: dict, g, radius: float, x_tr, y_tr):
     """[MBNN] Fig. 4: each method's predictive entropy on the grid, the training data and
     the ring of C6.5.
 
-    ``ent["grid"]``: method → entropies on the ``len(g)``² grid of :func:`experiments.banana_run`.
+    ``probs["grid"]``: method → class probabilities on the ``len(g)``² grid of
+    :func:`experiments.banana_run`.
     """
     g = np.asarray(g)
-    grid = ent["grid"]
+    grid = {m: entropy(p) for m, p in probs["grid"].items()}
     fig, axes = plt.subplots(1, len(grid), figsize=(12, 3.8), sharey=True, squeeze=False)
     x_tr = np.asarray(x_tr)
     for ax, m in zip(axes[0], grid, strict=True):

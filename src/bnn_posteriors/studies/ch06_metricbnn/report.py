@@ -10,7 +10,7 @@ import math
 
 from bnn_posteriors.claims.checking import catalogue_check
 from bnn_posteriors.site import profiles, tables
-from bnn_posteriors.studies.ch06_metricbnn import experiments
+from bnn_posteriors.studies.ch06_metricbnn import evidence, experiments
 from bnn_posteriors.studies.ch06_metricbnn.evidence import arch, spaced
 from bnn_posteriors.studies.ch06_metricbnn.snelson import LEVEL
 
@@ -148,11 +148,13 @@ def full_record(
     per_map,
     run,
     post,
-    ent,
+    banana,
+    y_banana,
     rows,
     mnist,
     cost_rows,
     growth,
+    accuracy,
 ) -> dict:
     """What the full profile's run writes to ``results/ch6_results_full.json``."""
     deciding = summaries["deciding (full profile)"]
@@ -172,9 +174,7 @@ def full_record(
             "prior_precision": float(post.la.prior_precision),
             "mse_map": run.mse_map,
         },
-        "banana_mean_entropy": {
-            w: {m: float(v.mean()) for m, v in d.items()} for w, d in ent.items() if w != "grid"
-        },
+        "banana": evidence.banana_scores(banana, y_banana),
         "uci_table": [
             dict(
                 zip(
@@ -189,6 +189,7 @@ def full_record(
         "mnist_time_s": mnist["seconds"],
         "flops_vs_depth": cost_rows,
         "flop_ratio_deepest_shallowest": growth,
+        "gap_nll_vs_depth": accuracy,
     }
 
 
