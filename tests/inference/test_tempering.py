@@ -44,7 +44,7 @@ def parts(q):
 def hand_kl(q, prior_scale):
     """Σ KL(N(μ, σ²) ‖ N(0, s²)) over every weight, written out with numpy."""
     total = 0.0
-    for layer in (0, 1):
+    for layer in range(len(q.loc)):
         mu = np.asarray(q.loc[layer]["W"], float)
         sd = np.asarray(q.scale[layer]["W"], float)
         s = prior_scale
@@ -335,3 +335,50 @@ def test_mlp_classification_rejects_bad_labels_shape():
         )
     with pytest.raises(ValueError, match="two outputs"):
         models.mlp_classification(x, widths=(2, 3, 1))
+
+
+def test_init_params_with_more_hidden_layers():
+    q = tempering.init_params(KEY, 4, 5, 3, depth=3, prior_scale=0.5, init_scale=0.2)
+    assert [layer["W"].shape for layer in q.loc] == [(4, 5), (5, 5), (5, 5), (5, 3)]
+    assert float(np.abs(q.loc[-1]["W"]).max()) == 0.0
+    assert float(q.scale[2]["W"][0, 0]) == pytest.approx(0.1)
+    # the first layer is the one-hidden-layer draw; deeper layers draw from their own keys
+    one = tempering.init_params(KEY, 4, 5, 3, prior_scale=0.5, init_scale=0.2)
+    np.testing.assert_array_equal(q.loc[0]["W"], one.loc[0]["W"])
+    assert not np.allclose(q.loc[1]["W"], q.loc[2]["W"])
+    with pytest.raises(ValueError, match="depth"):
+        tempering.init_params(KEY, 4, 5, 3, depth=0)
+    # the closed forms are for one hidden layer: a deeper q is refused with a clear error
+    with pytest.raises(ValueError, match=r"\[\{'W': W0\}, \{'W': W1\}\]"):
+        tempering.predictive_moments(q, jnp.ones((2, 4)))
+
+
+@pytest.mark.slow
+def test_deeper_categorical_model_fits_and_predicts():
+    rng = np.random.default_rng(4)
+    x = tempering.augment(jnp.asarray(rng.normal(size=(12, 3)), jnp.float32))
+    y = jnp.asarray(rng.integers(0, 3, 12))
+    init = tempering.init_params(KEY, 4, 5, 3, depth=2, prior_scale=0.5, init_scale=0.2)
+    kwargs = dict(
+        x=x,
+        y=y,
+        width=5,
+        depth=2,
+        likelihood="categorical",
+        n_out=3,
+        prior_scale=0.5,
+        output_scale=1.0,
+    )
+    terms = tempering.mc_elbo_terms(KEY, init, kwargs, 0.5, num_particles=2)
+    assert float(terms["kl"]) == pytest.approx(hand_kl(init, 0.5), rel=1e-5)  # all three layers
+    params, losses = tempering.fit_tempered(KEY, kwargs, init, [0.5, 1.0], num_steps=20)
+    assert losses.shape == (2, 20) and params.loc[1]["W"].shape == (2, 5, 5)
+    probs = tempering.predict_probs(
+        KEY, jax.tree.map(lambda v: v[0], params), x, num_samples=8, output_scale=1.0
+    )
+    assert probs.shape == (12, 3)
+    np.testing.assert_allclose(probs.sum(1), 1.0, rtol=1e-5)
+    broken = tempering.init_params(KEY, 4, 6, 3, depth=2)
+    broken.loc[1]["W"] = jnp.zeros((6, 5))
+    with pytest.raises(ValueError, match="W1 .* W2 .* disagree"):
+        tempering.predict_probs(KEY, broken, x, num_samples=2)

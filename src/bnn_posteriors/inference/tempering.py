@@ -15,7 +15,10 @@ guide, whose sites carry the analytic Gaussian KL of ``TraceMeanField_ELBO``.
 
 q is a :class:`bnn_posteriors.inference.mean_field.MeanField` over the layer list
 ``[{"W": W0}, {"W": W1}]`` (``q.loc``, ``q.scale``) with ``W0`` (d_in, N) the hidden weights b_j
-(columns) and ``W1`` (N, d_out) the output weights a_j.
+(columns) and ``W1`` (N, d_out) the output weights a_j. :func:`model`, :func:`init_params`,
+:func:`fit_tempered`, :func:`mc_elbo_terms` and :func:`predict_probs` also take ``depth``
+hidden layers of N units (q over ``W0`` ... ``W{depth}``), for the slides' claim that the
+balanced temperature carries over to deeper architectures; the closed forms are for one.
 """
 
 from __future__ import annotations
@@ -33,9 +36,6 @@ from bnn_posteriors.models import nets
 from bnn_posteriors.models import numpyro_models as models
 from bnn_posteriors.util import validate
 from bnn_posteriors.util.validate import positive, positive_array, positive_int
-
-SITES = ("W0", "W1")  # the latent sites of :func:`model`, in the layer order of q
-
 
 # --------------------------------------------------------------------------- inputs
 
@@ -63,6 +63,7 @@ def model(
     y=None,
     *,
     width: int,
+    depth: int = 1,
     likelihood: str = "gaussian",
     n_out: int = 1,
     prior_scale: float = 1.0,
@@ -74,17 +75,19 @@ def model(
     """The one-hidden-layer network of [TEMP] as a NumPyro model (no biases).
 
     f_w(x) = s Σ_j a_j σ(⟨b_j, x⟩) with s = ``output_scale`` (default 1/N: the mean-field
-    scaling of the slides); every weight ~ N(0, prior_scale²). ``likelihood="gaussian"``:
+    scaling of the slides); every weight ~ N(0, prior_scale²). ``depth`` > 1: that many hidden
+    layers of ``width`` units, s multiplying the last layer. ``likelihood="gaussian"``:
     y_i ~ N(f(x_i), noise²), ``x`` (n, d), ``y`` (n,) (:func:`models.mlp_regression`);
     ``"categorical"``: y_i ~ Categorical(softmax f(x_i)), ``n_out`` classes
     (:func:`models.mlp_classification`, with optional minibatches ``subsample_size``).
     """
     width = positive_int("width", width)
+    depth = positive_int("depth", depth)
     x = jnp.asarray(x)
     if x.ndim != 2:
         raise ValueError(f"x must have shape (n, d), got {x.shape}")
     spec = models.MLP(
-        (int(x.shape[1]), width, positive_int("n_out", n_out)),
+        (int(x.shape[1]), *([width] * depth), positive_int("n_out", n_out)),
         likelihood,
         activation,
         bias=False,
@@ -106,34 +109,48 @@ def init_params(
     width: int,
     n_out: int = 1,
     *,
+    depth: int = 1,
     prior_scale: float = 1.0,
     init_scale: float = 1.0,
 ) -> MeanField:
     """Initial q: hidden means b_j ~ P0 (a prior draw), output means a_j = 0, all sds
-    ``init_scale · prior_scale``. Returns q as in the module docstring.
+    ``init_scale · prior_scale``. Returns q as in the module docstring. With ``depth`` > 1
+    the means of hidden layer l ≥ 1 are prior draws with ``fold_in(rng_key, l)``.
     """
-    d_in, width, n_out = (
-        positive_int(k, v) for k, v in (("d_in", d_in), ("width", width), ("n_out", n_out))
+    d_in, width, n_out, depth = (
+        positive_int(k, v)
+        for k, v in (("d_in", d_in), ("width", width), ("n_out", n_out), ("depth", depth))
     )
     positive("prior_scale", prior_scale, where="init_params")
     positive("init_scale", init_scale, where="init_params")
     sd = init_scale * prior_scale
+    shapes = [(d_in, width)] + [(width, width)] * (depth - 1)
+    keys = [rng_key] + [jax.random.fold_in(rng_key, layer) for layer in range(1, depth)]
+    hidden = [
+        {"W": prior_scale * jax.random.normal(k, shape)}
+        for k, shape in zip(keys, shapes, strict=True)
+    ]
     return MeanField(
-        [
-            {"W": prior_scale * jax.random.normal(rng_key, (d_in, width))},
-            {"W": jnp.zeros((width, n_out))},
-        ],
-        [{"W": jnp.full((d_in, width), sd)}, {"W": jnp.full((width, n_out), sd)}],
+        [*hidden, {"W": jnp.zeros((width, n_out))}],
+        [{"W": jnp.full(shape, sd)} for shape in [*shapes, (width, n_out)]],
     )
 
 
-def _check_q(q, where: str) -> None:
-    """q of the module docstring: a MeanField over ``[{"W": W0}, {"W": W1}]``, N matching."""
+def _check_q(q, where: str, *, one_hidden: bool = True) -> None:
+    """q of the module docstring: a MeanField over ``[{"W": W0}, {"W": W1}]``, N matching;
+    ``one_hidden=False`` also admits more hidden layers ``[{"W": W0}, ..., {"W": W<depth>}]``."""
     mean_field.check(q, where=where)
-    if not (isinstance(q.loc, list) and [set(layer) for layer in q.loc] == [{"W"}, {"W"}]):
-        raise ValueError(f"{where}: q must be over the layers [{{'W': W0}}, {{'W': W1}}]")
-    if jnp.shape(q.loc[0]["W"])[-1] != jnp.shape(q.loc[1]["W"])[-2]:
-        raise ValueError(f"{where}: W0 (d_in, N) and W1 (N, d_out) disagree on the width N")
+    if not (
+        isinstance(q.loc, list)
+        and len(q.loc) >= 2
+        and all(set(layer) == {"W"} for layer in q.loc)
+        and (len(q.loc) == 2 or not one_hidden)
+    ):
+        layers = "[{'W': W0}, {'W': W1}]" + ("" if one_hidden else ", or more hidden layers")
+        raise ValueError(f"{where}: q must be over the layers {layers}")
+    for i in range(len(q.loc) - 1):
+        if jnp.shape(q.loc[i]["W"])[-1] != jnp.shape(q.loc[i + 1]["W"])[-2]:
+            raise ValueError(f"{where}: W{i} (., N) and W{i + 1} (N, .) disagree on the width N")
 
 
 def _guide(start: MeanField):
@@ -179,7 +196,9 @@ def fit_tempered(
         want = "(n_sets, n_eta)" if batched else "a scalar or (n_eta,)"
         raise ValueError(f"etas must be {want}, got shape {etas.shape}")
     positive_array("eta", np.asarray(etas), where="fit_tempered")
-    _check_q(jax.tree.map(lambda a: a[0], init) if batched else init, "fit_tempered")
+    _check_q(
+        jax.tree.map(lambda a: a[0], init) if batched else init, "fit_tempered", one_hidden=False
+    )
     fixed = {k: v for k, v in model_kwargs.items() if k not in batched}
 
     def one(key, eta, start, data):
@@ -217,7 +236,7 @@ def mc_elbo_terms(rng_key, q: MeanField, model_kwargs: dict, eta=1.0, *, num_par
     elbo = −η·kl + expected_log_lik, the objective that :func:`fit_tempered` maximises.
     """
     positive_array("eta", eta, where="mc_elbo_terms")
-    _check_q(q, "mc_elbo_terms")
+    _check_q(q, "mc_elbo_terms", one_hidden=False)
     guide = _guide(q)
     # build the guide's prototype now, so that the ELBO's draws depend on rng_key alone
     numpyro.handlers.seed(guide, rng_seed=0)(**model_kwargs)
@@ -226,7 +245,7 @@ def mc_elbo_terms(rng_key, q: MeanField, model_kwargs: dict, eta=1.0, *, num_par
         num_particles=positive_int("num_particles", num_particles), sum_sites=False
     )
     per_site = loss.loss(rng_key, mean_field.to_auto_normal(q), model, guide, **model_kwargs)
-    kl = sum(per_site[s] for s in SITES) / eta
+    kl = sum(per_site[f"W{i}"] for i in range(len(q.loc))) / eta
     ell = -per_site["y"]
     return {"kl": kl, "expected_log_lik": ell, "elbo": -eta * kl + ell}
 
@@ -317,9 +336,10 @@ def predict_probs(
     output_scale: float | None = None,
     activation: str = "relu",
 ):
-    """Predictive class probabilities (1/S) Σ_s softmax(f_{w_s}(x)), w_s ~ q_θ: (n, d_out)."""
-    _check_q(q, "predict_probs")
-    width = jnp.shape(q.loc[0]["W"])[1]
+    """Predictive class probabilities (1/S) Σ_s softmax(f_{w_s}(x)), w_s ~ q_θ: (n, d_out),
+    for q over one hidden layer or more (``output_scale`` default: 1/N of the last)."""
+    _check_q(q, "predict_probs", one_hidden=False)
+    width = jnp.shape(q.loc[-1]["W"])[0]
     s = 1.0 / width if output_scale is None else output_scale
     f = mean_field.outputs(rng_key, q, x, num_samples, activation=activation, output_scale=s)
     return jnp.mean(jax.nn.softmax(f, axis=-1), axis=0)

@@ -156,6 +156,30 @@ def test_c44_both_differences_positive_and_a_loss_fails():
     )
 
 
+def test_c44_deeper_is_its_own_part_and_a_loss_fails():
+    deep = {
+        "d_acc": 0.01,
+        "d_nll": 0.05,
+        "ci_acc": (0.0, 0.02),
+        "ci_nll": (0.01, 0.1),
+        "per_fold": [(0.01, 0.04), (0.02, 0.06)],
+        "depth": 3,
+        "n_weights": 1000,
+        "eta_bal": 0.09,
+        "sweep": [{"probs": np.zeros((10, 10))}],
+    }
+    item = evidence.c44_deeper_evidence(deep, width=5, num_folds=2)
+    assert item.part == "deeper" and rule(item) == ("greater", 0.0, None) and passes(item)
+    assert "all 20 images" in item.table and "3 hidden layers of 5 units" in item.table
+    assert item.glue["deep_depth"] == 3 and "is ahead of" in item.says
+    worse = evidence.c44_deeper_evidence({**deep, "d_nll": -0.02}, width=5, num_folds=2)
+    assert not passes(worse) and "not ahead of" in worse.says
+    behind = evidence.c44_deeper_evidence(
+        {**deep, "d_acc": -0.01, "d_nll": -0.02}, width=5, num_folds=2
+    )
+    assert behind.glue["deep_standing"] == "behind" and not passes(behind)
+
+
 def test_c45_gap_like_one_over_n_reproduces_and_a_flat_gap_fails(toy):
     fits = toy.fake_fits()
     tail, full = evidence.c45_evidence(

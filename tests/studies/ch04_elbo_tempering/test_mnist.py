@@ -35,6 +35,7 @@ def test_mnist_inputs_append_the_constant(monkeypatch):
 def test_n_weights_counts_both_layers():
     assert mnist.n_weights(785, 100) == 785 * 100 + 100 * 10
     assert mnist.n_weights(3, 2, n_out=4) == 14
+    assert mnist.n_weights(785, 100, depth=3) == 785 * 100 + 2 * 100 * 100 + 100 * 10
 
 
 def test_folds_are_disjoint_blocks_from_the_end():
@@ -101,3 +102,27 @@ def test_balanced_against_one_pairs_the_images_of_each_fold():
     # each interval is a paired bootstrap from the same seed: the same resampled images
     same = diagnostics.paired_interval([1.0, 0, 0, 0], method="percentile", n_resamples=500, rng=0)
     assert out["ci_acc"] == (float(same[1]), float(same[2]))
+
+
+@pytest.mark.slow
+def test_deeper_against_one_compares_the_two_temperatures_on_every_image():
+    x, y = tiny_images(n=30)
+    out = mnist.deeper_against_one(
+        KEY,
+        KEY,
+        x[:20],
+        y[:20],
+        x[20:],
+        y[20:],
+        depth=2,
+        init_scale=0.1,
+        ece_bins=5,
+        num_folds=3,
+        seed=0,
+        num_resamples=200,
+        **FIT,
+    )
+    weights = mnist.n_weights(x.shape[1], FIT["width"], depth=2)
+    assert out["n_weights"] == weights and out["eta_bal"] == pytest.approx(20 / weights)
+    assert [r["eta"] for r in out["sweep"]] == [out["eta_bal"], 1.0] and out["depth"] == 2
+    assert len(out["per_fold"]) == 3 and out["ci_acc"][0] <= out["d_acc"] <= out["ci_acc"][1]

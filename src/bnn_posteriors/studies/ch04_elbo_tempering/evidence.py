@@ -680,6 +680,57 @@ def c44_evidence(
     )
 
 
+def c44_deeper_evidence(deep: Mapping, *, width: int, num_folds: int) -> Evidence:
+    """C4.4's part ``deeper`` ("generalizes to much more complex architectures than a one
+    hidden layer"): accuracy(η_N) − accuracy(1) and NLL(1) − NLL(η_N) on the pooled
+    cross-fitted images for ``deep["depth"]`` hidden layers of ``width`` units
+    (:func:`.mnist.deeper_against_one`), both above 0 by the catalogue's rule."""
+    (acc_lo, acc_hi), (nll_lo, nll_hi) = deep["ci_acc"], deep["ci_nll"]
+    n_pooled = num_folds * len(deep["sweep"][0]["probs"])
+    glue = {
+        "deep_depth": deep["depth"],
+        "deep_weights": deep["n_weights"],
+        "deep_eta_bal": float(deep["eta_bal"]),
+        "deep_d_acc": deep["d_acc"],
+        "deep_d_nll": deep["d_nll"],
+        "deep_d_acc_lo": acc_lo,
+        "deep_d_acc_hi": acc_hi,
+        "deep_d_nll_lo": nll_lo,
+        "deep_d_nll_hi": nll_hi,
+    }
+    rows = [(f"fold {k}", f"{a:.4f}", f"{b:.4f}") for k, (a, b) in enumerate(deep["per_fold"])]
+    rows.append(
+        (
+            f"all {n_pooled} images ({CI_PCT} % paired bootstrap)",
+            f"{deep['d_acc']:.4f} [{acc_lo:.4f}, {acc_hi:.4f}]",
+            f"{deep['d_nll']:.4f} [{nll_lo:.4f}, {nll_hi:.4f}]",
+        )
+    )
+    table = (
+        f"{deep['depth']} hidden layers of {width} units, {deep['n_weights']} weights, "
+        f"η_N = {deep['eta_bal']:.4f}\n\n"
+        + markdown_table(("test images", "accuracy(η_N) − accuracy(1)", "NLL(1) − NLL(η_N)"), rows)
+    )
+    ahead = deep["d_acc"] > 0 and deep["d_nll"] > 0
+    behind = deep["d_acc"] < 0 and deep["d_nll"] < 0
+    glue["deep_standing"] = "ahead of" if ahead else "behind" if behind else "not ahead of"
+    return Evidence(
+        "C4.4",
+        np.array([deep["d_acc"], deep["d_nll"]]),
+        part="deeper",
+        labels=["accuracy gain of η_N", "NLL gain of η_N"],
+        note=f"MNIST subset, {deep['depth']} hidden layers of {width} units, {num_folds}-fold "
+        f"cross-fitting ({n_pooled} test images): accuracy(eta_N) - accuracy(1) and NLL(1) - "
+        f"NLL(eta_N); 95% paired bootstrap intervals [{acc_lo:.4f}, {acc_hi:.4f}] and "
+        f"[{nll_lo:.4f}, {nll_hi:.4f}]",
+        says=f"With {deep['depth']} hidden layers η_N = {deep['eta_bal']:.4f} is "
+        f"{glue['deep_standing']} η = 1: accuracy(η_N) − accuracy(1) = {deep['d_acc']:+.4f}, "
+        f"NLL(1) − NLL(η_N) = {deep['d_nll']:+.3f} nats",
+        glue=glue,
+        table=table,
+    )
+
+
 # --------------------------------------------------------------------------- C4.5
 
 

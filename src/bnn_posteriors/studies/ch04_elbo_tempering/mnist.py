@@ -36,9 +36,11 @@ def mnist_inputs(seed: int, n_test: int):
     return x_tr, y_tr, x_te, y_te
 
 
-def n_weights(d_in: int, width: int, n_out: int = N_CLASSES) -> int:
-    """Number of weights of the network without biases: d_in · width + width · n_out."""
-    return d_in * width + width * n_out
+def n_weights(d_in: int, width: int, n_out: int = N_CLASSES, *, depth: int = 1) -> int:
+    """Number of weights of the network without biases, ``depth`` hidden layers of ``width``:
+    d_in · width + (depth − 1) · width² + width · n_out."""
+    depth = positive_int("depth", depth)
+    return d_in * width + (depth - 1) * width**2 + width * n_out
 
 
 def predictive_probs(rng_key, q: MeanField, x, *, num_samples: int) -> np.ndarray:
@@ -50,11 +52,12 @@ def predictive_probs(rng_key, q: MeanField, x, *, num_samples: int) -> np.ndarra
     return probs / probs.sum(axis=1, keepdims=True)
 
 
-def _model_kwargs(x, y, *, width: int, prior_scale: float, batch: int) -> dict:
+def _model_kwargs(x, y, *, width: int, prior_scale: float, batch: int, depth: int = 1) -> dict:
     return dict(
         x=x,
         y=y,
         width=width,
+        depth=depth,
         likelihood="categorical",
         n_out=N_CLASSES,
         prior_scale=prior_scale,
@@ -80,8 +83,10 @@ def temperature_sweep(
     learning_rate: float,
     num_samples: int,
     ece_bins: int,
+    depth: int = 1,
 ):
-    """Test metrics of the tempered fits for every η of ``etas`` (the slides' figure).
+    """Test metrics of the tempered fits for every η of ``etas`` (the slides' figure), on the
+    network of ``depth`` hidden layers of ``width`` units.
 
     The initial q is :func:`tempering.init_params` with ``rng_key``; all temperatures are
     fitted by one :func:`tempering.fit_tempered` with ``fold_in(rng_key, 1)``; predictions use
@@ -90,11 +95,19 @@ def temperature_sweep(
     ``ece`` and ``confidence``; and the initial q (for the cross-fitted folds).
     """
     init = tempering.init_params(
-        rng_key, x_tr.shape[1], width, N_CLASSES, prior_scale=prior_scale, init_scale=init_scale
+        rng_key,
+        x_tr.shape[1],
+        width,
+        N_CLASSES,
+        depth=depth,
+        prior_scale=prior_scale,
+        init_scale=init_scale,
     )
     fitted, _ = tempering.fit_tempered(
         jax.random.fold_in(rng_key, 1),
-        _model_kwargs(x_tr, jnp.asarray(y_tr), width=width, prior_scale=prior_scale, batch=batch),
+        _model_kwargs(
+            x_tr, jnp.asarray(y_tr), width=width, prior_scale=prior_scale, batch=batch, depth=depth
+        ),
         init,
         jnp.asarray(etas),
         num_steps=num_steps,
@@ -143,8 +156,10 @@ def cross_fit(
     num_steps: int,
     learning_rate: float,
     num_samples: int,
+    depth: int = 1,
 ):
-    """Cross-fitted predictive probabilities of every image for each η of ``etas``.
+    """Cross-fitted predictive probabilities of every image for each η of ``etas``
+    (``depth`` hidden layers of ``width`` units).
 
     Fold 0 (the last ``n_test`` rows, the split of :func:`temperature_sweep`) gives
     ``first_fold[eta]``; folds 1, ... are fitted from ``init``, all folds and temperatures by
@@ -162,6 +177,7 @@ def cross_fit(
             width=width,
             prior_scale=prior_scale,
             batch=batch,
+            depth=depth,
         ),
         jax.tree.map(lambda a: jnp.stack([a] * (num_folds - 1)), init),
         jnp.asarray([list(etas)] * (num_folds - 1)),
@@ -231,3 +247,68 @@ def balanced_against_one(
         "ci_nll": ci_nll,
         "per_fold": list(zip(fold_means(d_acc, n_test), fold_means(d_nll, n_test), strict=True)),
     }
+
+
+def deeper_against_one(
+    rng_key,
+    pred_key,
+    x_tr,
+    y_tr,
+    x_te,
+    y_te,
+    *,
+    depth: int,
+    init_scale: float,
+    ece_bins: int,
+    num_folds: int,
+    seed: int,
+    num_resamples: int,
+    **fit,
+) -> dict:
+    """C4.4 on a deeper network: η_N = p / weights against η = 1 for ``depth`` hidden layers of
+    ``fit["width"]`` units, as for one hidden layer — both temperatures fitted on the chapter's
+    split (:func:`temperature_sweep`, ``rng_key``) and on the other ``num_folds − 1`` folds
+    (:func:`cross_fit`, ``fold_in(rng_key, 2)``), compared on every image
+    (:func:`balanced_against_one`). ``fit``: width, prior_scale, batch, num_steps,
+    learning_rate, num_samples. Returns :func:`balanced_against_one`'s dict with ``eta_bal``,
+    ``n_weights``, ``depth`` and the chapter split's ``sweep``.
+    """
+    depth = positive_int("depth", depth)
+    weights = n_weights(x_tr.shape[1], fit["width"], depth=depth)
+    eta_bal = tempering.balanced_temperature(x_tr.shape[0], weights)
+    etas = (eta_bal, 1.0)
+    sweep, init = temperature_sweep(
+        rng_key,
+        pred_key,
+        x_tr,
+        y_tr,
+        x_te,
+        y_te,
+        etas,
+        init_scale=init_scale,
+        ece_bins=ece_bins,
+        depth=depth,
+        **fit,
+    )
+    pooled, labels = cross_fit(
+        jax.random.fold_in(rng_key, 2),
+        pred_key,
+        jnp.concatenate([x_tr, x_te]),
+        np.concatenate([y_tr, y_te]),
+        init,
+        etas,
+        {r["eta"]: r["probs"] for r in sweep},
+        n_test=len(y_te),
+        num_folds=num_folds,
+        depth=depth,
+        **fit,
+    )
+    cmp = balanced_against_one(
+        pooled[eta_bal],
+        pooled[1.0],
+        labels,
+        n_test=len(y_te),
+        seed=seed,
+        num_resamples=num_resamples,
+    )
+    return {**cmp, "eta_bal": eta_bal, "n_weights": weights, "depth": depth, "sweep": sweep}
