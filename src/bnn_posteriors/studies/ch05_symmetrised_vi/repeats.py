@@ -160,8 +160,9 @@ def symmetrised_gains(fits: dict, *, num_perms: int | None = None, level: float 
     ``test_ll`` (per test point), each (W, 3) rows [mean, low, high]. ``better``: the low
     ends of ``training`` and ``test_ll`` at the largest width; ``not_worse``: their high ends
     at every width. The ELBO is compared by its part from training: ``elbo`` adds the plain
-    fit's own I, which symmetrising that fit after training gains without training at all. The checks' rules and bounds are the claims catalogue's (C5.4's parts
-    ``better`` and ``not-worse``: no width where the symmetrised method is worse beyond the
+    fit's own I, which symmetrising that fit after training gains without training at all.
+    The checks' rules and bounds are the claims catalogue's (C5.4's parts ``better`` and
+    ``not-worse``: no width where the symmetrised method is worse beyond the
     seed-to-seed noise, and a difference within float32 round-off of 0 counts as a tie).
 
     Whether the data set can decide: symmetrisation can only correct units that plain MFVI
