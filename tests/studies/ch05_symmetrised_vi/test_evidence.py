@@ -192,19 +192,23 @@ def test_c5_4_toy_evidence_and_swapped_runs():
     from bnn_posteriors.studies.ch05_symmetrised_vi import repeats as ss
 
     fits = fake_fits(0.2, mi_plain=math.log(24) - 2.0, mi_sym=math.log(24) - 0.5)
-    better, not_worse, training = ev.c5_4_toy_evidence(
+    better, not_worse, predictive = ev.c5_4_toy_evidence(
         ss.symmetrised_gains(fits), sx.gains(fits), np.array([0.3, 0.5]), n_seeds=4
     )
-    assert [e.part for e in (better, not_worse, training)] == [
-        "better",
-        "not-worse",
-        "training-elbo",
+    assert [(e.claim, e.part) for e in (better, not_worse, predictive)] == [
+        ("C5.4", "better"),
+        ("C5.4", "not-worse"),
+        ("C5.3", "predictive"),
     ]
     assert rule_of(better) == ("greater", 1e-6, None, None) and better.gate.passed
     assert rule_of(not_worse) == ("greater", -1e-6, None, None)
-    assert rule_of(training) == ("greater", 1e-6, None, "training-elbo")
+    assert rule_of(predictive) == ("greater", 1e-6, None, None) and predictive.gate.passed
     assert better.glue["c54_tie"] == "1e-06" and "> -1e-06 (at least" in not_worse.note
-    assert passes(better) and passes(not_worse) and passes(training)
+    assert passes(better) and passes(not_worse) and passes(predictive)
+    # the ELBO half reads the gain from training (1.5 nats: the sym fits' I minus the plain
+    # fits'), not the whole gain, which adds the plain fit's own I by construction
+    assert better.value[0] == pytest.approx(1.5) and "training ELBO gain" in better.labels[0]
+    assert predictive.value[0] == better.value[1]
     assert better.glue["toy_grad"] == pytest.approx(0.4) and better.glue["c54_level"] == "95%"
     assert "H = 4" in better.says and "Toy set, mean [95% interval] over 4" in better.table
     swapped = {
@@ -214,6 +218,12 @@ def test_c5_4_toy_evidence_and_swapped_runs():
         ss.symmetrised_gains(swapped), sx.gains(swapped), np.array([0.3]), n_seeds=4
     )
     assert not passes(broken[0]) and not passes(broken[1]) and not passes(broken[2])
+    # plain MFVI that merges no units (its I at the ceiling): the gate fails for both claims
+    flat = fake_fits(0.2, mi_plain=math.log(24), mi_sym=math.log(24))
+    flat_out = ev.c5_4_toy_evidence(
+        ss.symmetrised_gains(flat), sx.gains(flat), np.array([0.0]), n_seeds=4
+    )
+    assert not flat_out[0].gate.passed and not flat_out[2].gate.passed
 
 
 def test_combined_status_and_mi_words():
@@ -262,7 +272,7 @@ def test_c5_4_mnist_evidence_saturated_and_deciding():
     out = ev.c5_4_mnist_evidence(
         ss.symmetrised_gains(fits), fits, np.ones(4), n_seeds=4, toy_width=8, toy_grad=0.5
     )
-    assert out.gate.passed and passes(out) and "ELBO is higher by" in out.says
+    assert out.gate.passed and passes(out) and "raises the ELBO by" in out.says
 
 
 def test_profiles_report_reads_the_old_record(tmp_path):
