@@ -193,7 +193,7 @@ def test_c5_4_toy_evidence_and_swapped_runs():
 
     fits = fake_fits(0.2, mi_plain=math.log(24) - 2.0, mi_sym=math.log(24) - 0.5)
     better, not_worse, predictive = ev.c5_4_toy_evidence(
-        ss.symmetrised_gains(fits), sx.gains(fits), np.array([0.3, 0.5]), n_seeds=4
+        ss.symmetrised_gains(fits, n_train=1), sx.gains(fits), np.array([0.3, 0.5]), n_seeds=4
     )
     assert [(e.claim, e.part) for e in (better, not_worse, predictive)] == [
         ("C5.4", "better"),
@@ -215,13 +215,13 @@ def test_c5_4_toy_evidence_and_swapped_runs():
         w: {k: np.concatenate([v[4:], v[:4]]) for k, v in r.items()} for w, r in fits.items()
     }
     broken = ev.c5_4_toy_evidence(
-        ss.symmetrised_gains(swapped), sx.gains(swapped), np.array([0.3]), n_seeds=4
+        ss.symmetrised_gains(swapped, n_train=1), sx.gains(swapped), np.array([0.3]), n_seeds=4
     )
     assert not passes(broken[0]) and not passes(broken[1]) and not passes(broken[2])
     # plain MFVI that merges no units (its I at the ceiling): the gate fails for both claims
     flat = fake_fits(0.2, mi_plain=math.log(24), mi_sym=math.log(24))
     flat_out = ev.c5_4_toy_evidence(
-        ss.symmetrised_gains(flat), sx.gains(flat), np.array([0.0]), n_seeds=4
+        ss.symmetrised_gains(flat, n_train=1), sx.gains(flat), np.array([0.0]), n_seeds=4
     )
     assert not flat_out[0].gate.passed and not flat_out[2].gate.passed
 
@@ -259,7 +259,7 @@ def test_c5_4_mnist_evidence_saturated_and_deciding():
     from bnn_posteriors.studies.ch05_symmetrised_vi import repeats as ss
 
     fits = fake_fits(0.0, mi_plain=math.log(64), width=128, accuracy=True)
-    reading = ss.symmetrised_gains(fits, num_perms=64)
+    reading = ss.symmetrised_gains(fits, n_train=1, num_perms=64)
     out = ev.c5_4_mnist_evidence(reading, fits, np.zeros(4), n_seeds=4, toy_width=8, toy_grad=0.5)
     assert out.part == "mnist" and not out.gate.passed
     assert rule_of(out) == ("greater", 1e-6, None, "mnist")
@@ -270,7 +270,12 @@ def test_c5_4_mnist_evidence_saturated_and_deciding():
     assert out.glue["mnist_mi_plain_last"] == pytest.approx(math.log(64))
     fits = fake_fits(0.2, mi_plain=math.log(24) - 2.0, mi_sym=math.log(24) - 0.5)
     out = ev.c5_4_mnist_evidence(
-        ss.symmetrised_gains(fits), fits, np.ones(4), n_seeds=4, toy_width=8, toy_grad=0.5
+        ss.symmetrised_gains(fits, n_train=1),
+        fits,
+        np.ones(4),
+        n_seeds=4,
+        toy_width=8,
+        toy_grad=0.5,
     )
     assert out.gate.passed and passes(out) and "raises the ELBO by" in out.says
 

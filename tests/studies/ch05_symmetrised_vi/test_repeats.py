@@ -107,7 +107,7 @@ def test_mi_ceiling():
 
 def test_symmetrised_gains_decide_where_units_merge_and_fail_when_swapped():
     fits = fake_fits(0.2, mi_plain=math.log(24) - 2.0, mi_sym=math.log(24) - 0.5)
-    out = ss.symmetrised_gains(fits)
+    out = ss.symmetrised_gains(fits, n_train=1)
     assert out["widths"] == (2, 4) and out["decidable"]
     assert out["deficit"][-1] == pytest.approx(2.0) and abs(out["deficit"][0]) < 1e-12
     np.testing.assert_allclose(out["elbo"][-1], [math.log(24) - 0.5] * 3)  # the sym fits' I
@@ -120,7 +120,7 @@ def test_symmetrised_gains_decide_where_units_merge_and_fail_when_swapped():
     assert out["better"][0] == out["training"][-1, 1] and out["better"][1] == out["test_ll"][-1, 1]
     # the broken input: plain and symmetrised swapped. The whole ELBO gain stays positive (any
     # q_G gains its I over q), but the test log-lik and the training part of the ELBO fail
-    broken = ss.symmetrised_gains(swap(fits))
+    broken = ss.symmetrised_gains(swap(fits), n_train=1)
     assert broken["elbo"][-1, 1] > 0
     assert broken["better"][0] < 0 and broken["better"][1] < 0
     assert broken["not_worse"].min() < -1e-6 and broken["training"][-1, 2] < 0
@@ -128,17 +128,34 @@ def test_symmetrised_gains_decide_where_units_merge_and_fail_when_swapped():
     assert "95%" in table and "| 4 | 2.00 | +2.68 [+2.68, +2.68] | +1.50" in table
 
 
+def test_symmetrised_gains_read_the_training_elbo_per_training_point():
+    fits = fake_fits(0.2, mi_plain=math.log(24) - 2.0, mi_sym=math.log(24) - 0.5)
+    # identical runs but one float32 spacing of an ELBO of -50 nats (2^-18 ≈ 3.8e-6) lower in
+    # the symmetrised ones at the small width: a tie in nats per point, not a loss
+    fits[2]["elbo"] = fits[2]["elbo"].astype(np.float32)
+    fits[2]["elbo"][4:] = np.nextafter(np.float32(-50.0), np.float32(-np.inf))
+    out = ss.symmetrised_gains(fits, n_train=40)
+    assert out["n_train"] == 40 and out["training"][0, 2] < -1e-6  # in nats: beyond the tie
+    assert out["not_worse"][0] > -1e-6  # per training point: within it
+    assert out["better"][0] == pytest.approx(1.5 / 40)
+    # a real loss of a tenth of a nat per training point is not a tie
+    fits[2]["elbo"][4:] = -50.0 - 4.0
+    assert ss.symmetrised_gains(fits, n_train=40)["not_worse"][0] < -1e-6
+    with pytest.raises(ValueError, match="n_train"):
+        ss.symmetrised_gains(fits, n_train=0)
+
+
 def test_symmetrised_gains_gate_fails_where_i_is_saturated():
     k = 64
     fits = fake_fits(0.0, mi_plain=math.log(k), width=128)
-    out = ss.symmetrised_gains(fits, num_perms=k)
+    out = ss.symmetrised_gains(fits, n_train=1, num_perms=k)
     assert not out["decidable"] and out["saturation"] < 1e-12 and out["largest_tie"] == 0.0
     assert out["elbo_minus_ceiling"] == pytest.approx(0.0, abs=1e-9)
     assert out["better"][1] == 0.0  # test log-lik ties: the rule alone would say "not reproduced"
     gate = ss.decidability_gate(out, np.zeros(4), reference=" (toy: 0.5)")
     assert not gate.passed and "saturated" in gate.why and "log K = 4.159" in gate.why
     assert "(toy: 0.5)" in gate.why and "log 2" in gate.decide
-    few = ss.symmetrised_gains(fake_fits(0.0, mi_plain=math.log(24) - 0.3))
+    few = ss.symmetrised_gains(fake_fits(0.0, mi_plain=math.log(24) - 0.3), n_train=1)
     gate = ss.decidability_gate(few, np.ones(4))
     assert not gate.passed and "too few units" in gate.why and "0.30" in gate.why
 

@@ -434,7 +434,10 @@ def c5_4_toy_evidence(
             reading["better"],
             part="better",
             gate=gate,
-            labels=[f"training ELBO gain at H = {last}", f"test log-lik gain at H = {last}"],
+            labels=[
+                f"training ELBO gain per training point at H = {last}",
+                f"test log-lik gain per test point at H = {last}",
+            ],
             says=f"On the toy set at H = {last}, where plain MFVI merges units (its I is "
             f"{reading['deficit'][-1]:.2f} nats below log|G|), training with the symmetrised "
             f"objective raises the ELBO by {tr_m:.2f} nats [{tr_lo:.2f}, {tr_hi:.2f}] beyond "
@@ -442,9 +445,10 @@ def c5_4_toy_evidence(
             f"{elbo_hi:.2f}]), and the test log-likelihood by {ll_m:.3f} nats per point "
             f"[{ll_lo:.3f}, {ll_hi:.3f}] ({pct} intervals over {n_seeds} paired seeds).",
             note=f"lower ends of the {pct} BCa bootstrap intervals over {n_seeds} paired seeds "
-            f"of ELBO(q_G^sym) - ELBO(q_G^plain) (the gain from training) and of the test "
-            f"log-lik gain per point at the largest toy width H = {last}, > {tie:g} (strictly "
-            "better); gate: ceiling - I of the plain fits >= log 2 there",
+            f"of ELBO(q_G^sym) - ELBO(q_G^plain) (the gain from training) per training point "
+            f"(n = {reading['n_train']}) and of the test log-lik gain per test point at the "
+            f"largest toy width H = {last}, > {tie:g} (strictly better); gate: ceiling - I of "
+            "the plain fits >= log 2 there",
             glue=glue,
             table=table,
         ),
@@ -461,9 +465,9 @@ def c5_4_toy_evidence(
             f"worse: the upper ends of the {pct} intervals of its training ELBO and "
             f"test-log-likelihood gains are at least {reading['not_worse'].min():+.4f}.",
             note=f"upper ends of the {pct} BCa bootstrap intervals over {n_seeds} paired seeds "
-            f"of the training ELBO gains (first {len(widths)}) and test log-lik gains (last "
-            f"{len(widths)}) per width, > {worse:g} (at least as good; a tie within float32 "
-            "round-off counts)",
+            f"of the training ELBO gains per training point (first {len(widths)}) and test "
+            f"log-lik gains per test point (last {len(widths)}) per width, > {worse:g} (at least "
+            "as good; a tie within float32 round-off counts)",
         ),
         Evidence(
             "C5.3",
@@ -634,12 +638,14 @@ def c5_4_mnist_evidence(
         reading["better"],
         part="mnist",
         gate=gate,
-        labels=[f"training ELBO gain at H = {m_last}", f"test log-lik gain at H = {m_last}"],
+        labels=[
+            f"training ELBO gain per training point at H = {m_last}",
+            f"test log-lik gain per test point at H = {m_last}",
+        ],
         says=says,
         note=f"the reading of C5.4 on MNIST at H = {widths} ({mi_short}): lower ends of the "
-        f"{pct} BCa bootstrap intervals of the training ELBO and test log-lik gains at the "
-        "largest width, "
-        f"> {tie:g}; gate: ceiling - I of the plain fits >= log 2 there. Test log-lik gains per "
+        f"{pct} BCa bootstrap intervals of the training ELBO gain per training point and the "
+        f"test log-lik gain per test point at the largest width, > {tie:g}; gate: ceiling - I of the plain fits >= log 2 there. Test log-lik gains per "
         f"width [{tables.number_list(reading['test_ll'][:, 0], '+.1e')}], ELBO gains "
         f"[{tables.number_list(reading['elbo'][:, 0], '.4f')}]",
         glue=glue,
