@@ -645,7 +645,8 @@ def c5_4_mnist_evidence(
         says=says,
         note=f"the reading of C5.4 on MNIST at H = {widths} ({mi_short}): lower ends of the "
         f"{pct} BCa bootstrap intervals of the training ELBO gain per training point and the "
-        f"test log-lik gain per test point at the largest width, > {tie:g}; gate: ceiling - I of the plain fits >= log 2 there. Test log-lik gains per "
+        f"test log-lik gain per test point at the largest width, > {tie:g}; gate: ceiling - I "
+        "of the plain fits >= log 2 there. Test log-lik gains per "
         f"width [{tables.number_list(reading['test_ll'][:, 0], '+.1e')}], ELBO gains "
         f"[{tables.number_list(reading['elbo'][:, 0], '.4f')}]",
         glue=glue,
