@@ -156,6 +156,19 @@ def test_c44_both_differences_positive_and_a_loss_fails():
     )
 
 
+def test_comparison_table_has_a_row_per_fold_and_the_pooled_row():
+    cmp = {
+        "d_acc": 0.01,
+        "d_nll": 0.05,
+        "ci_acc": (0.0, 0.02),
+        "ci_nll": (0.01, 0.1),
+        "per_fold": [(0.01, 0.04), (0.02, 0.06)],
+    }
+    table = evidence.comparison_table(cmp, 20)
+    assert "| fold 1 | 0.0200 | 0.0600 |" in table
+    assert "all 20 images (95 % paired bootstrap) | 0.0100 [0.0000, 0.0200]" in table
+
+
 def test_c44_deeper_is_its_own_part_and_a_loss_fails():
     deep = {
         "d_acc": 0.01,

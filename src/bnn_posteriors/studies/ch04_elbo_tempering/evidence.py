@@ -631,6 +631,21 @@ def mnist_overview(
     return Overview(text + markdown_table(header, rows), glue)
 
 
+def comparison_table(cmp: Mapping, n_pooled: int) -> str:
+    """η_N against η = 1 (:func:`.mnist.balanced_against_one`) as a table: the differences per
+    fold and on all ``n_pooled`` images with their paired bootstrap intervals."""
+    (acc_lo, acc_hi), (nll_lo, nll_hi) = cmp["ci_acc"], cmp["ci_nll"]
+    rows = [(f"fold {k}", f"{a:.4f}", f"{b:.4f}") for k, (a, b) in enumerate(cmp["per_fold"])]
+    rows.append(
+        (
+            f"all {n_pooled} images ({CI_PCT} % paired bootstrap)",
+            f"{cmp['d_acc']:.4f} [{acc_lo:.4f}, {acc_hi:.4f}]",
+            f"{cmp['d_nll']:.4f} [{nll_lo:.4f}, {nll_hi:.4f}]",
+        )
+    )
+    return markdown_table(("test images", "accuracy(η_N) − accuracy(1)", "NLL(1) − NLL(η_N)"), rows)
+
+
 def c44_evidence(
     cmp: Mapping, sweep: Sequence[Mapping], eta_bal: float, *, num_folds: int, n_pooled: int
 ) -> Evidence:
@@ -656,17 +671,7 @@ def c44_evidence(
         "d_nll_hi": nll_hi,
         "d_acc_fold_min": min(a for a, _ in cmp["per_fold"]),
     }
-    rows = [(f"fold {k}", f"{a:.4f}", f"{b:.4f}") for k, (a, b) in enumerate(cmp["per_fold"])]
-    rows.append(
-        (
-            f"all {n_pooled} images ({CI_PCT} % paired bootstrap)",
-            f"{cmp['d_acc']:.4f} [{acc_lo:.4f}, {acc_hi:.4f}]",
-            f"{cmp['d_nll']:.4f} [{nll_lo:.4f}, {nll_hi:.4f}]",
-        )
-    )
-    table = markdown_table(
-        ("test images", "accuracy(η_N) − accuracy(1)", "NLL(1) − NLL(η_N)"), rows
-    )
+    table = comparison_table(cmp, n_pooled)
     return Evidence(
         "C4.4",
         np.array([cmp["d_acc"], cmp["d_nll"]]),
@@ -698,18 +703,9 @@ def c44_deeper_evidence(deep: Mapping, *, width: int, num_folds: int) -> Evidenc
         "deep_d_nll_lo": nll_lo,
         "deep_d_nll_hi": nll_hi,
     }
-    rows = [(f"fold {k}", f"{a:.4f}", f"{b:.4f}") for k, (a, b) in enumerate(deep["per_fold"])]
-    rows.append(
-        (
-            f"all {n_pooled} images ({CI_PCT} % paired bootstrap)",
-            f"{deep['d_acc']:.4f} [{acc_lo:.4f}, {acc_hi:.4f}]",
-            f"{deep['d_nll']:.4f} [{nll_lo:.4f}, {nll_hi:.4f}]",
-        )
-    )
     table = (
         f"{deep['depth']} hidden layers of {width} units, {deep['n_weights']} weights, "
-        f"η_N = {deep['eta_bal']:.4f}\n\n"
-        + markdown_table(("test images", "accuracy(η_N) − accuracy(1)", "NLL(1) − NLL(η_N)"), rows)
+        f"η_N = {deep['eta_bal']:.4f}\n\n" + comparison_table(deep, n_pooled)
     )
     ahead = deep["d_acc"] > 0 and deep["d_nll"] > 0
     behind = deep["d_acc"] < 0 and deep["d_nll"] < 0
