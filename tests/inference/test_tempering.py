@@ -379,6 +379,6 @@ def test_deeper_categorical_model_fits_and_predicts():
     assert probs.shape == (12, 3)
     np.testing.assert_allclose(probs.sum(1), 1.0, rtol=1e-5)
     broken = tempering.init_params(KEY, 4, 6, 3, depth=2)
-    broken.loc[1]["W"] = jnp.zeros((6, 5))
+    broken.loc[1]["W"], broken.scale[1]["W"] = jnp.zeros((6, 5)), jnp.ones((6, 5))
     with pytest.raises(ValueError, match="W1 .* W2 .* disagree"):
         tempering.predict_probs(KEY, broken, x, num_samples=2)
