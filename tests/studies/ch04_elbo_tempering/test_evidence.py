@@ -139,14 +139,19 @@ def test_mnist_overview_ranks_the_balanced_temperature():
         )
 
 
-def test_c44_both_differences_positive_and_a_loss_fails():
-    cmp = {
+def comparison():
+    """What :func:`.mnist.balanced_against_one` returns: eta_N ahead on two folds of 10."""
+    return {
         "d_acc": 0.01,
         "d_nll": 0.05,
         "ci_acc": (0.0, 0.02),
         "ci_nll": (0.01, 0.1),
         "per_fold": [(0.01, 0.04), (0.02, 0.06)],
     }
+
+
+def test_c44_both_differences_positive_and_a_loss_fails():
+    cmp = comparison()
     item = evidence.c44_evidence(cmp, sweep(), 0.05, num_folds=2, n_pooled=20)
     assert item.part == "pooled" and rule(item) == ("greater", 0.0, None) and passes(item)
     np.testing.assert_allclose(item.value, [0.01, 0.05])
@@ -157,13 +162,7 @@ def test_c44_both_differences_positive_and_a_loss_fails():
 
 
 def test_comparison_table_has_a_row_per_fold_and_the_pooled_row():
-    cmp = {
-        "d_acc": 0.01,
-        "d_nll": 0.05,
-        "ci_acc": (0.0, 0.02),
-        "ci_nll": (0.01, 0.1),
-        "per_fold": [(0.01, 0.04), (0.02, 0.06)],
-    }
+    cmp = comparison()
     table = evidence.comparison_table(cmp, 20)
     assert "| fold 1 | 0.0200 | 0.0600 |" in table
     assert "all 20 images (95 % paired bootstrap) | 0.0100 [0.0000, 0.0200]" in table
@@ -171,11 +170,7 @@ def test_comparison_table_has_a_row_per_fold_and_the_pooled_row():
 
 def test_c44_deeper_is_its_own_part_and_a_loss_fails():
     deep = {
-        "d_acc": 0.01,
-        "d_nll": 0.05,
-        "ci_acc": (0.0, 0.02),
-        "ci_nll": (0.01, 0.1),
-        "per_fold": [(0.01, 0.04), (0.02, 0.06)],
+        **comparison(),
         "depth": 3,
         "n_weights": 1000,
         "eta_bal": 0.09,
