@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 import pytest
 
-from bnn_posteriors.site import profiles
+from bnn_posteriors.site import profiles, settings_classes
 
 CHAPTER = "01_narrow_networks"
 
@@ -149,6 +150,48 @@ def test_every_chapter_has_the_same_fields_in_both_profiles(chapter):
     quick, full = (profiles.settings(chapter, name) for name in profiles.PROFILES)
     assert type(quick) is type(full)
     assert isinstance(quick, profiles.Settings)
+    assert type(quick) is profiles.settings_class(chapter) is settings_classes.CLASSES[chapter]
+
+
+def test_a_setting_of_the_wrong_type_missing_or_unknown_is_refused(monkeypatch):
+    spec = profiles.chapters()[CHAPTER]
+    cases = {
+        "num_chains": ("2.5", "of NarrowNetworksSettings's type int"),  # a float for an int
+        "psis": ('"0.5"', "of NarrowNetworksSettings's type tuple"),  # a string for a tuple
+    }
+    for key, (value, message) in cases.items():
+        text = f"seed = 1\n[common]\n[quick]\n{key} = {value}\n[full]\n{key} = {value}\n"
+        changed = {**spec, "quick": {**spec["quick"], **profiles.parse_spec(text)["quick"]}}
+        monkeypatch.setattr(profiles, "_spec", lambda chapter, changed=changed: changed)
+        with pytest.raises(ValueError, match=f"{key} = .* is not {message}"):
+            profiles.settings(CHAPTER, "quick")
+    common = {key: value for key, value in spec["common"].items() if key != "sigma"}
+    monkeypatch.setattr(profiles, "_spec", lambda chapter: {**spec, "common": common})
+    with pytest.raises(ValueError, match="no value for NarrowNetworksSettings's field 'sigma'"):
+        profiles.settings(CHAPTER, "quick")
+    extra = {**spec["common"], "sigmaa": 1.0}
+    monkeypatch.setattr(profiles, "_spec", lambda chapter: {**spec, "common": extra})
+    with pytest.raises(ValueError, match="key 'sigmaa' is not a field of NarrowNetworksSettings"):
+        profiles.settings(CHAPTER, "quick")
+
+
+@pytest.mark.parametrize(
+    ("value", "annotation", "expected"),
+    [
+        (1, float, True),
+        (True, int, False),
+        (None, int | None, True),
+        ((1, 2.5), tuple[float, ...], True),
+        ((1, "a"), tuple[int, ...], False),
+        (((1,), (2, 3)), tuple[tuple[int, ...], ...], True),
+        ({"w1": 0.5}, Mapping[str, float], True),
+        ({"w1": "x"}, Mapping[str, float], False),
+        ("a", str, True),
+        ([1], tuple[int, ...], False),
+    ],
+)
+def test_conforms_reads_the_settings_types(value, annotation, expected):
+    assert profiles.conforms(value, annotation) is expected
 
 
 GOOD = """
@@ -203,3 +246,10 @@ def test_default_seed_ignores_the_seed_variable(monkeypatch):
     monkeypatch.setenv("BNN_SEED", "5")
     assert profiles.chapter_seed("07_sampling_in_practice") == 5
     assert profiles.default_seed("07_sampling_in_practice") == 20250707
+
+
+def test_settings_of_a_class_are_its_chapters_settings():
+    cfg = profiles.settings_of(settings_classes.MetricBNNSettings, "full")
+    assert cfg == profiles.settings("06_metricbnn", "full")
+    with pytest.raises(ValueError, match="Settings is not the settings class of any chapter"):
+        profiles.settings_of(profiles.Settings)

@@ -24,6 +24,7 @@ from bnn_posteriors.cli.studies import (
 )
 from bnn_posteriors.site import profiles
 from bnn_posteriors.site.execute import run_chapter
+from bnn_posteriors.site.settings_classes import ReferencePosteriorsSettings
 
 WIDTH = 100  # terminal columns of the scorecard table
 
@@ -221,7 +222,7 @@ def score_outside(problem: str, draws: Path) -> int:
 
     try:
         row = score.score_draws(problem, score.read_draws(draws))
-        full = profiles.settings("10_reference_posteriors", "full")
+        full = profiles.settings_of(ReferencePosteriorsSettings, "full")
         committed = parts.committed_dir(full.score_results)
         if committed is None:
             raise ValueError("the full profile names no folder of committed scores")

@@ -11,6 +11,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bnn_posteriors.site import profiles
+from bnn_posteriors.site.settings_classes import (
+    BenchmarksSettings,
+    ReferencePosteriorsSettings,
+    SamplingInPracticeSettings,
+)
 from bnn_posteriors.store import parts
 
 
@@ -43,7 +48,7 @@ def run_benchmark(
     from bnn_posteriors.studies.ch08_benchmarks import run as benchmark
 
     def units_done():
-        cfg = profiles.settings("08_benchmarks", profile)
+        cfg = profiles.settings_of(BenchmarksSettings, profile)
         folder = out or parts.committed_dir(benchmark.RESULTS)
         print(f"benchmark (profile {cfg.profile}, seed {cfg.seed}) -> {folder}")
         rows = benchmark.run_table(
@@ -85,7 +90,7 @@ def run_prior_scales(
         )
 
     def cells():
-        cfg = profiles.settings("07_sampling_in_practice", profile)
+        cfg = profiles.settings_of(SamplingInPracticeSettings, profile)
         arguments = study.chapter_arguments(cfg)
         arguments["datasets"] = datasets or arguments["datasets"]
         arguments["depths"] = depths or arguments["depths"]
@@ -126,7 +131,7 @@ def run_many_chains(
         )
 
     def runs():
-        cfg = profiles.settings("07_sampling_in_practice", profile)
+        cfg = profiles.settings_of(SamplingInPracticeSettings, profile)
         on_accelerator = jax.default_backend() != "cpu"
         n_chains = cfg.n_chains_many_accelerator if on_accelerator else cfg.n_chains_many
         if out is None and cfg.many_results is None:
@@ -169,7 +174,7 @@ def run_reference(
     from bnn_posteriors.studies.ch10_reference_posteriors import build
 
     def built():
-        cfg = profiles.settings("10_reference_posteriors", profile)
+        cfg = profiles.settings_of(ReferencePosteriorsSettings, profile)
         on_accelerator = jax.default_backend() != "cpu"
         n_chains = chains or (cfg.num_chains_accelerator if on_accelerator else cfg.num_chains)
         if out is None and cfg.results is None:
@@ -223,7 +228,7 @@ def run_scores(
     from bnn_posteriors.studies.ch10_reference_posteriors import score
 
     def scored():
-        cfg = profiles.settings("10_reference_posteriors", profile)
+        cfg = profiles.settings_of(ReferencePosteriorsSettings, profile)
         unknown = sorted(set(methods or ()) - set(cfg.methods))
         if unknown:
             raise ValueError(f"unknown methods {unknown}; the methods are {', '.join(cfg.methods)}")

@@ -6,7 +6,9 @@ The settings are data, ``settings/<chapter>.toml``: the ``seed``, a ``[common]``
 for both profiles and ``[quick]`` and ``[full]`` tables that add or replace keys. A key
 not in ``[common]`` must be in both profile tables (else it is a typo, or missing from
 one profile); nothing else may be in the file. TOML has no null: the string ``"none"``
-is read as ``None``; arrays are read as tuples.
+is read as ``None``; arrays are read as tuples. Each chapter's settings are an instance of
+its typed class in :mod:`bnn_posteriors.site.settings_classes`, whose fields the file must
+fill exactly, each value of its field's type.
 """
 
 from __future__ import annotations
@@ -18,30 +20,19 @@ import importlib.resources
 import keyword
 import os
 import tomllib
+import types
+import typing
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
+from bnn_posteriors.site.settings_classes import CLASSES, Settings
 from bnn_posteriors.store import provenance
 
 PROFILES = ("quick", "full")
 DEFAULT_PROFILE = "quick"
+S = TypeVar("S", bound=Settings)
 _RESERVED = ("profile", "seed", "as_dict")  # fields of Settings, not settings of a file
-
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    """A chapter's settings under one profile, read-only; each chapter adds its own fields."""
-
-    profile: str
-    seed: int
-
-    def as_dict(self) -> dict[str, Any]:
-        """A copy of the settings as a dict: changing it leaves the settings unchanged."""
-        return dataclasses.asdict(self)
-
-    if TYPE_CHECKING:  # each chapter's own fields are made at run time, from its TOML
-
-        def __getattr__(self, name: str) -> Any: ...
 
 
 def profile_name(name: str | None = None) -> str:
@@ -76,7 +67,19 @@ def settings(chapter: str, profile: str | None = None) -> Settings:
     spec = _spec(chapter)
     name = profile_name(profile)
     values = copy.deepcopy({**spec["common"], **spec[name]})
-    return _settings_class(chapter)(profile=name, seed=chapter_seed(chapter), **values)
+    cls = settings_class(chapter)
+    _check_fields(cls, values, f"bnn_posteriors/site/settings/{chapter}.toml [{name}]")
+    return cls(profile=name, seed=chapter_seed(chapter), **values)
+
+
+def settings_of(cls: type[S], profile: str | None = None) -> S:
+    """:func:`settings` of the chapter whose settings class is ``cls``, typed as ``cls``."""
+    chapters = [chapter for chapter, known in CLASSES.items() if known is cls]
+    if not chapters:
+        raise ValueError(f"{cls.__name__} is not the settings class of any chapter")
+    cfg = settings(chapters[0], profile)
+    assert isinstance(cfg, cls)
+    return cfg
 
 
 PACKAGES = ("jax", "numpyro", "blackjax", "optax", "arviz", "numpy", "scipy")
@@ -162,9 +165,60 @@ def _spec(chapter: str) -> MappingProxyType:
     return parse_spec(text, f"bnn_posteriors/site/settings/{chapter}.toml")
 
 
-@functools.cache
-def _settings_class(chapter: str) -> type[Settings]:
-    """The frozen dataclass of a chapter: the keys of all its tables as fields, in order."""
-    keys = dict.fromkeys(key for name in ("common", *PROFILES) for key in _spec(chapter)[name])
-    fields = [(key, Any) for key in keys]
-    return dataclasses.make_dataclass(f"Settings_{chapter}", fields, bases=(Settings,), frozen=True)
+def settings_class(chapter: str) -> type[Settings]:
+    """The typed settings class of ``chapter`` (:mod:`bnn_posteriors.site.settings_classes`)."""
+    _spec(chapter)  # names the known chapters if ``chapter`` is not one
+    if chapter not in CLASSES:
+        raise ValueError(f"chapter {chapter!r} has a settings file but no settings class")
+    return CLASSES[chapter]
+
+
+def _check_fields(cls: type[Settings], values: Mapping[str, Any], source: str) -> None:
+    """Raise if ``values`` are not exactly ``cls``'s fields, each of its declared type."""
+    hints = typing.get_type_hints(cls)
+    fields = [f.name for f in dataclasses.fields(cls) if f.name not in ("profile", "seed")]
+    if missing := [key for key in fields if key not in values]:
+        raise ValueError(f"{source}: no value for {cls.__name__}'s field {missing[0]!r}")
+    if extra := [key for key in values if key not in fields]:
+        raise ValueError(
+            f"{source}: key {extra[0]!r} is not a field of {cls.__name__} "
+            f"(add it to bnn_posteriors/site/settings_classes.py, or remove it)"
+        )
+    for key in fields:
+        if not conforms(values[key], hints[key]):
+            raise ValueError(
+                f"{source}: {key} = {values[key]!r} is not of {cls.__name__}'s type "
+                f"{_type_name(hints[key])}"
+            )
+
+
+def conforms(value: Any, annotation: Any) -> bool:
+    """Whether a settings value (TOML: arrays as tuples) is of the type ``annotation``."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation is Any:
+        return True
+    if annotation is None or annotation is type(None):
+        return value is None
+    if origin in (typing.Union, types.UnionType):
+        return any(conforms(value, arg) for arg in args)
+    if annotation is float:  # TOML writes 1 for 1.0
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(conforms(item, args[0]) for item in value)
+        return len(args) == len(value) and all(map(conforms, value, args))
+    if origin is Mapping:
+        return isinstance(value, Mapping) and all(
+            isinstance(k, str) and conforms(v, args[1]) for k, v in value.items()
+        )
+    if isinstance(annotation, type):
+        return isinstance(value, annotation)
+    raise TypeError(f"settings fields cannot be of type {annotation!r}")
+
+
+def _type_name(annotation: Any) -> str:
+    return annotation.__name__ if isinstance(annotation, type) else str(annotation)

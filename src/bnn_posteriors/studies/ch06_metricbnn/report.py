@@ -10,6 +10,7 @@ import math
 
 from bnn_posteriors.claims.checking import catalogue_check
 from bnn_posteriors.site import profiles, tables
+from bnn_posteriors.site.settings_classes import MetricBNNSettings
 from bnn_posteriors.studies.ch06_metricbnn import evidence, experiments
 from bnn_posteriors.studies.ch06_metricbnn.evidence import arch, spaced
 from bnn_posteriors.studies.ch06_metricbnn.snelson import LEVEL
@@ -60,7 +61,7 @@ def chapter_glue(cfg, committed: dict | None, run, banana_n: int, mnist: dict) -
     :class:`snelson.SnelsonWalk`; ``banana_n``: Banana's training points; ``mnist``:
     :func:`experiments.mnist_study`.
     """
-    full_cfg = profiles.settings("06_metricbnn", "full")
+    full_cfg = profiles.settings_of(MetricBNNSettings, "full")
     decided = committed["config"] if committed is not None else vars(cfg)
     ae_decided = (decided["ae_updates"], decided["ae_batch"])
     app_a = ae_decided == (full_cfg.ae_updates, full_cfg.ae_batch)  # the full profile's
