@@ -401,16 +401,17 @@ class ReferencePosteriorsSettings(Settings):
     score_seeds: tuple[int, ...]
     methods: Mapping[str, Mapping[str, Any]]
 
+
 # The class of each chapter's settings file
 CLASSES: Mapping[str, type[Settings]] = {
-    '01_narrow_networks': NarrowNetworksSettings,
-    '02_convexified_relu': ConvexifiedReluSettings,
-    '03_symmetries': SymmetriesSettings,
-    '04_elbo_tempering': ElboTemperingSettings,
-    '05_symmetrised_vi': SymmetrisedVISettings,
-    '06_metricbnn': MetricBNNSettings,
-    '07_sampling_in_practice': SamplingInPracticeSettings,
-    '08_benchmarks': BenchmarksSettings,
-    '09_ggn_null_space': GGNNullSpaceSettings,
-    '10_reference_posteriors': ReferencePosteriorsSettings,
+    "01_narrow_networks": NarrowNetworksSettings,
+    "02_convexified_relu": ConvexifiedReluSettings,
+    "03_symmetries": SymmetriesSettings,
+    "04_elbo_tempering": ElboTemperingSettings,
+    "05_symmetrised_vi": SymmetrisedVISettings,
+    "06_metricbnn": MetricBNNSettings,
+    "07_sampling_in_practice": SamplingInPracticeSettings,
+    "08_benchmarks": BenchmarksSettings,
+    "09_ggn_null_space": GGNNullSpaceSettings,
+    "10_reference_posteriors": ReferencePosteriorsSettings,
 }

@@ -7,14 +7,15 @@ does not.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from bnn_posteriors.claims import checking
 from bnn_posteriors.claims.checking import Evidence
+from bnn_posteriors.site import profiles
 from bnn_posteriors.studies.ch01_narrow_networks import evidence
 
 
@@ -29,7 +30,8 @@ def rule(item: Evidence) -> tuple:
 
 
 def test_settings_glue_names_the_settings_the_prose_cites():
-    cfg = SimpleNamespace(
+    cfg = dataclasses.replace(
+        profiles.settings("01_narrow_networks", "quick"),
         n_obs=50,
         sigma=0.1,
         tau=1.0,
@@ -49,7 +51,7 @@ def test_settings_glue_names_the_settings_the_prose_cites():
     assert glue["sigma_plot"] == 3.0 and glue["depth_vi_max"] == 10
     assert glue["depth_mcmc_max"] == 8 and glue["draws_total"] == 400
     with pytest.raises(ValueError, match="sigmas_weak is empty"):
-        evidence.settings_glue(SimpleNamespace(**{**vars(cfg), "sigmas_weak": ()}))
+        evidence.settings_glue(dataclasses.replace(cfg, sigmas_weak=()))
 
 
 def test_c1_1_takes_the_largest_deviation():

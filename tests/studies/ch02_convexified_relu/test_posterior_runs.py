@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import dataclasses
 
 import jax
 import numpy as np
@@ -12,25 +12,6 @@ from bnn_posteriors.evaluation import diagnostics
 from bnn_posteriors.studies.ch02_convexified_relu import chain_marginals, posterior_runs
 
 RNG = np.random.default_rng(0)
-CFG = SimpleNamespace(
-    widths_hidden=(2, 3),
-    tau=1.0,
-    num_chains=2,
-    warm_steps=20,
-    warm_learning_rate=0.01,
-    num_warmup=20,
-    num_samples=40,
-    target_acceptance_rate=0.8,
-    max_tree_depth=3,
-    nuts_chunk=None,
-    cache=False,
-    n_components=4,
-    n_directions=3,
-    dip_alpha=0.05,
-    min_ess=10,
-    n_boot=50,
-    boot_level=0.9,
-)
 
 
 def fake_run(width: int, chains: int = 3, draws: int = 40, d: int = 2) -> dict:
@@ -53,7 +34,7 @@ def fake_run(width: int, chains: int = 3, draws: int = 40, d: int = 2) -> dict:
     }
 
 
-RUNS = {width: fake_run(width) for width in CFG.widths_hidden}
+RUNS = {width: fake_run(width) for width in (2, 3)}  # the widths_hidden of tiny_cfg (conftest)
 
 
 def test_flat_keeps_chains_and_draws():
@@ -62,7 +43,7 @@ def test_flat_keeps_chains_and_draws():
         posterior_runs.flat(np.zeros(3))
 
 
-def test_sample_widths_splits_each_key_by_width_and_passes_the_settings(monkeypatch):
+def test_sample_widths_splits_each_key_by_width_and_passes_the_settings(monkeypatch, tiny_cfg):
     # The sampler itself is tested in tests/theory; here: which keys and settings it gets.
     calls = []
 
@@ -73,10 +54,10 @@ def test_sample_widths_splits_each_key_by_width_and_passes_the_settings(monkeypa
     monkeypatch.setattr(posterior_runs, "sample_posterior", fake_sample)
     x, y = RNG.normal(size=(12, 2)), RNG.normal(size=12)
     key_warm, key_nuts = jax.random.key(0), jax.random.key(1)
-    runs = posterior_runs.sample_widths(key_warm, key_nuts, x, y, CFG)
+    runs = posterior_runs.sample_widths(key_warm, key_nuts, x, y, tiny_cfg)
     assert runs == {2: {"width": 2}, 3: {"width": 3}}
     for i, (k_warm, k_nuts, width, kwargs) in enumerate(calls):
-        assert width == CFG.widths_hidden[i]
+        assert width == tiny_cfg.widths_hidden[i]
         assert jax.random.key_data(k_warm).tolist() == (
             jax.random.key_data(jax.random.split(key_warm, 2)[i]).tolist()
         )
@@ -84,9 +65,11 @@ def test_sample_widths_splits_each_key_by_width_and_passes_the_settings(monkeypa
             jax.random.key_data(jax.random.split(key_nuts, 2)[i]).tolist()
         )
         assert kwargs["num_samples"] == 40 and kwargs["max_tree_depth"] == 3
-        assert kwargs["prior_scale"] == CFG.tau and kwargs["cache"] is False
+        assert kwargs["prior_scale"] == tiny_cfg.tau and kwargs["cache"] is False
     with pytest.raises(ValueError, match="widths_hidden"):
-        posterior_runs.sample_widths(key_warm, key_nuts, x, y, SimpleNamespace(widths_hidden=()))
+        posterior_runs.sample_widths(
+            key_warm, key_nuts, x, y, dataclasses.replace(tiny_cfg, widths_hidden=())
+        )
 
 
 def test_sampler_table_has_one_row_per_width():
@@ -95,48 +78,48 @@ def test_sampler_table_has_one_row_per_width():
     assert table[2].startswith("| 2 | 0, 1, 2 | 1.0e-01 | 7 | 0.80 | 0 | 1.00 |")
 
 
-def test_u_dips_match_a_direct_dip_test_on_the_same_picks():
-    dips, picks = posterior_runs.u_dips(np.random.default_rng(3), RUNS, CFG)
+def test_u_dips_match_a_direct_dip_test_on_the_same_picks(tiny_cfg):
+    dips, picks = posterior_runs.u_dips(np.random.default_rng(3), RUNS, tiny_cfg)
     rng = np.random.default_rng(3)
     for width, run in RUNS.items():
         u = posterior_runs.flat(run["u"])
-        pick = chain_marginals.random_components(rng, u.shape[-1], CFG.n_components)
+        pick = chain_marginals.random_components(rng, u.shape[-1], tiny_cfg.n_components)
         np.testing.assert_array_equal(picks[width], pick)
-        expected = chain_marginals.dip_pass_rate(u[..., pick], CFG.dip_alpha)
+        expected = chain_marginals.dip_pass_rate(u[..., pick], tiny_cfg.dip_alpha)
         assert dips[width][0] == expected[0] and dips[width][2] == expected[2]
 
 
-def test_pair_dip_tests_projections_and_refuses_a_triple():
-    rate, p, ess = posterior_runs.pair_dip(np.random.default_rng(4), RUNS[3]["u"], [0, 5], CFG)
-    assert 0.0 <= rate <= 1.0 and p.shape == (3, CFG.n_directions) and ess > 0
+def test_pair_dip_tests_projections_and_refuses_a_triple(tiny_cfg):
+    rate, p, ess = posterior_runs.pair_dip(np.random.default_rng(4), RUNS[3]["u"], [0, 5], tiny_cfg)
+    assert 0.0 <= rate <= 1.0 and p.shape == (3, tiny_cfg.n_directions) and ess > 0
     with pytest.raises(ValueError, match="two component"):
-        posterior_runs.pair_dip(np.random.default_rng(4), RUNS[3]["u"], [0, 1, 2], CFG)
+        posterior_runs.pair_dip(np.random.default_rng(4), RUNS[3]["u"], [0, 1, 2], tiny_cfg)
 
 
-def test_weight_dips_cover_both_layers_at_every_width():
-    dips = posterior_runs.weight_dips(np.random.default_rng(5), RUNS, CFG)
-    assert set(dips) == {(w, k) for w in CFG.widths_hidden for k in ("W1", "w2")}
+def test_weight_dips_cover_both_layers_at_every_width(tiny_cfg):
+    dips = posterior_runs.weight_dips(np.random.default_rng(5), RUNS, tiny_cfg)
+    assert set(dips) == {(w, k) for w in tiny_cfg.widths_hidden for k in ("W1", "w2")}
     assert dips[2, "w2"][1].shape == (3, 2)  # both entries of w2 at H = 2
 
 
-def test_shrinkage_sees_u_shrink_tenfold():
+def test_shrinkage_sees_u_shrink_tenfold(tiny_cfg):
     runs = {2: fake_run(2), 3: fake_run(3)}
     runs[3]["u"] = runs[3]["u"] / 10
-    per_width, shrink, ess_all = posterior_runs.shrinkage(jax.random.key(2), runs, CFG)
+    per_width, shrink, ess_all = posterior_runs.shrinkage(jax.random.key(2), runs, tiny_cfg)
     ratio = per_width[2]["size"][0] / per_width[3]["size"][0]
     assert shrink["size"][0] == pytest.approx(ratio)
     assert 5 < shrink["size"][0] < 20 and shrink["size"][1] <= shrink["size"][0]
     assert ess_all[2] == diagnostics.within_chain_ess(posterior_runs.flat(runs[2]["u"]))
 
 
-def test_ess_budget_grows_with_the_draws_for_independent_draws():
-    table, values = posterior_runs.ess_budget(RUNS, CFG)
+def test_ess_budget_grows_with_the_draws_for_independent_draws(tiny_cfg):
+    table, values = posterior_runs.ess_budget(RUNS, tiny_cfg)
     assert table.splitlines()[0] == "| draws per chain | 5 | 10 | 20 | 40 |"
     assert values["ess_doubling_small"] > 1.2  # independent draws: about 2
     assert values["draws_needed_2"] == pytest.approx(
-        CFG.min_ess * CFG.num_samples / (values["ess_rate_2"] * CFG.num_samples)
+        tiny_cfg.min_ess * tiny_cfg.num_samples / (values["ess_rate_2"] * tiny_cfg.num_samples)
     )
-    assert values["num_warmup"] == CFG.num_warmup
+    assert values["num_warmup"] == tiny_cfg.num_warmup
 
 
 def test_rhat_matching_units_removes_a_relabelling():

@@ -3,25 +3,12 @@ C3.1–C3.7."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 
 from bnn_posteriors.claims import checking
 from bnn_posteriors.claims.checking import Evidence
 from bnn_posteriors.studies.ch03_symmetries import evidence
-
-CFG = SimpleNamespace(
-    tau2s=(1.0, 0.1, 0.01, 0.001),
-    tau2s_figure=(1.0, 0.1),
-    n_max=200,
-    num_chains=4,
-    n_adjusted_seeds=3,
-    adjusted_scan=(1.1, 1.5),
-    adjusted_sigma0=0.1,
-    adjusted_eps=0.1,
-)
 
 
 def reproduced(item: Evidence) -> bool:
@@ -129,19 +116,19 @@ def fit(svi_nu: float, mass: float, changes: int = 0) -> dict:
     return {"svi_nu": svi_nu, "nuts_mass": mass, "sign_changes": changes, "exact_abs_beta": 0.3}
 
 
-def test_c3_6_reads_the_four_parts_of_the_claim():
+def test_c3_6_reads_the_four_parts_of_the_claim(cfg):
     fits = {1.0: fit(0.7, 1.0), 0.1: fit(0.6, 1.0), 0.01: fit(0.4, 0.9), 0.001: fit(0.0, 0.8)}
-    item = evidence.c3_6(fits, 150, 0.75, 0.004, CFG)
+    item = evidence.c3_6(fits, 150, 0.75, 0.004, cfg)
     assert (item.claim, item.part, item.bound) == ("C3.6", "four-parts", None)
     np.testing.assert_allclose(item.value, [0.0, 0.2, 1 - 0.7 / 0.75, 0.0])
     assert rule(item) == ("less", [0.05, 0.5, 0.5, 1.0], None, None)
     assert reproduced(item) and item.glue["svi_nu_tau01"] == 0.4 and item.glue["n_train"] == 150
     assert "| yes |" in item.table
     collapsed = {**fits, 0.001: fit(0.0, 0.1)}  # the posterior collapses with MFVI
-    broken = evidence.c3_6(collapsed, 150, 0.75, 0.004, CFG)
+    broken = evidence.c3_6(collapsed, 150, 0.75, 0.004, cfg)
     assert broken.value[1] == pytest.approx(0.9) and not reproduced(broken)
     with pytest.raises(ValueError, match="must hold"):
-        evidence.c3_6({1.0: fit(0.7, 1.0)}, 150, 0.75, 0.004, CFG)
+        evidence.c3_6({1.0: fit(0.7, 1.0)}, 150, 0.75, 0.004, cfg)
 
 
 def scan_and_summary(plain_progress: float) -> tuple[dict, dict, float]:
@@ -176,9 +163,9 @@ def scan_and_summary(plain_progress: float) -> tuple[dict, dict, float]:
     return scan, summary, tau2_c
 
 
-def test_c3_7_gates_on_a_trap_and_records_the_further_findings():
+def test_c3_7_gates_on_a_trap_and_records_the_further_findings(cfg):
     scan, summary, tau2_c = scan_and_summary(0.9)
-    claim, breaks, collapse = evidence.c3_7(scan, summary, tau2_c, 0.75, CFG)
+    claim, breaks, collapse = evidence.c3_7(scan, summary, tau2_c, 0.75, cfg)
     assert (claim.claim, claim.part) == ("C3.7", "two-weight-trap")
     assert rule(claim) == ("greater", 0.5, None, "two-weight-trap") and claim.bound is None
     assert not claim.gate.passed and "not trapped" in claim.gate.why
@@ -190,13 +177,13 @@ def test_c3_7_gates_on_a_trap_and_records_the_further_findings():
     assert "bound_measured" in checking.catalogue_check("C3.7", "fig2-collapse")
     assert reproduced(breaks) and collapse.bound == 0.375 and not reproduced(collapse)
     scan, summary, tau2_c = scan_and_summary(0.2)
-    trapped, _, _ = evidence.c3_7(scan, summary, tau2_c, 0.75, CFG)
+    trapped, _, _ = evidence.c3_7(scan, summary, tau2_c, 0.75, cfg)
     assert trapped.gate.passed and trapped.says.startswith("plain MFVI is trapped at")
     summary["grad_zero"] = np.array([0.5, 0.0])  # a prior that keeps the fixed point
-    _, broken, _ = evidence.c3_7(scan, summary, tau2_c, 0.75, CFG)
+    _, broken, _ = evidence.c3_7(scan, summary, tau2_c, 0.75, cfg)
     assert not reproduced(broken)
     with pytest.raises(ValueError, match="smallest tau2"):
-        evidence.c3_7({0.011: scan[0.011]}, summary, tau2_c, 0.75, CFG)
+        evidence.c3_7({0.011: scan[0.011]}, summary, tau2_c, 0.75, cfg)
 
 
 def _trap(plain, adjusted, nu_star=1.0):
@@ -226,15 +213,15 @@ def test_c3_7_deep_trap_decides_better_and_ensures_apart():
         evidence.c3_7_deep_trap({}, 3)
 
 
-def test_c3_6_is_decided_by_the_catalogue_bound(catalogue_rules):
+def test_c3_6_is_decided_by_the_catalogue_bound(catalogue_rules, cfg):
     """The same evidence changes its verdict (and its table) when the catalogue's bound does."""
     fits = {1.0: fit(0.7, 1.0), 0.1: fit(0.6, 1.0), 0.01: fit(0.4, 0.9), 0.001: fit(0.0, 0.8)}
-    item = evidence.c3_6(fits, 150, 0.75, 0.004, CFG)
+    item = evidence.c3_6(fits, 150, 0.75, 0.004, cfg)
     assert reproduced(item)
     stricter = [0.05, 0.1, 0.5, 1.0]
     catalogue_rules({"C3.6": [{"part": "four-parts", "rule": "less", "bound": stricter}]})
     assert not reproduced(item)  # NUTS's mass at |beta| <= 0.05, 0.2, is now above its bound
-    assert "| no |" in evidence.c3_6(fits, 150, 0.75, 0.004, CFG).table
+    assert "| no |" in evidence.c3_6(fits, 150, 0.75, 0.004, cfg).table
     catalogue_rules({"C3.6": [{"part": "four-parts", "rule": "less", "bound": [0.05, 0.5]}]})
     with pytest.raises(ValueError, match="4 parts but its catalogue check has 2 bounds"):
-        evidence.c3_6(fits, 150, 0.75, 0.004, CFG)
+        evidence.c3_6(fits, 150, 0.75, 0.004, cfg)

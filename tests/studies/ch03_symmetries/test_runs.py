@@ -16,26 +16,6 @@ pytestmark = pytest.mark.usefixtures("x64")
 
 X = np.linspace(-2.0, 2.0, 12)
 Y = 0.8 * X + 0.1 * np.sin(7.0 * X)
-CFG = SimpleNamespace(
-    dataset="toy",
-    seed=0,
-    n_max=12,
-    sigma=0.5,
-    tau2s=(1.0, 0.01),
-    num_chains=2,
-    num_warmup=30,
-    num_samples=20,
-    target_acceptance_rate=0.9,
-    svi_steps=50,
-    n_adjusted_seeds=2,
-    adjusted_scan=(1.5,),
-    adjusted_sigma0=0.1,
-    adjusted_eps=0.1,
-    trap_depth=3,
-    trap_sigma0s=(0.1, 1.0),
-    trap_init_scale=0.01,
-    trap_runs=2,
-)
 
 
 @pytest.mark.slow
@@ -68,45 +48,45 @@ def test_pairwise_case_names_name_each_case_in_order():
         runs.pairwise_case_names(num=1)
 
 
-def test_two_weight_data_takes_the_first_input_column(monkeypatch):
+def test_two_weight_data_takes_the_first_input_column(monkeypatch, tiny_cfg):
     split = SimpleNamespace(x_train=np.stack([X, -X], axis=1), y_train=Y)
     monkeypatch.setattr(runs.data, "load_split", lambda name, seed, n_max: split)
-    x, y, beta_hat, tau2_threshold = runs.two_weight_data(CFG)
+    x, y, beta_hat, tau2_threshold = runs.two_weight_data(tiny_cfg)
     np.testing.assert_allclose(x, X)
     assert beta_hat == pytest.approx(X @ Y / (X @ X))
-    assert tau2_threshold == pytest.approx(CFG.sigma**2 / abs(X @ Y))
+    assert tau2_threshold == pytest.approx(tiny_cfg.sigma**2 / abs(X @ Y))
 
 
 @pytest.mark.slow
-def test_figure2_fits_and_tables_plumbing():
+def test_figure2_fits_and_tables_plumbing(tiny_cfg):
     keys = jax.random.split(jax.random.key(1), 3)
-    fits = runs.figure2_fits(*keys, X, Y, CFG)
-    assert set(fits) == set(CFG.tau2s) and fits[1.0]["w"].shape == (2, 20, 2)
-    table = runs.fits_table(fits, 12, 0.8, 0.05, CFG.sigma)
+    fits = runs.figure2_fits(*keys, X, Y, tiny_cfg)
+    assert set(fits) == set(tiny_cfg.tau2s) and fits[1.0]["w"].shape == (2, 20, 2)
+    table = runs.fits_table(fits, 12, 0.8, 0.05, tiny_cfg.sigma)
     assert table.startswith("12 training rows, β̂ = 0.800") and "| 0.01 |" in table
     diagnostics = runs.diagnostics_table(fits)
     assert diagnostics.count("\n") == 2 + len(fits) and "divergences" in diagnostics
 
 
 @pytest.mark.slow
-def test_adjusted_runs_summary_and_table():
-    tau2_c = theory.mfvi_two_layer_optimum(X, Y, CFG.sigma, 1.0)["tau2_critical"]
-    scan = runs.adjusted_runs(jax.random.key(2), X, Y, tau2_c, CFG)
+def test_adjusted_runs_summary_and_table(tiny_cfg):
+    tau2_c = theory.mfvi_two_layer_optimum(X, Y, tiny_cfg.sigma, 1.0)["tau2_critical"]
+    scan = runs.adjusted_runs(jax.random.key(2), X, Y, tau2_c, tiny_cfg)
     assert list(scan) == pytest.approx([0.01, 1.5 * tau2_c])
     assert scan[0.01]["adjusted"].shape == (2,)
-    summary = runs.adjusted_summary(scan, tau2_c, X, Y, CFG)
+    summary = runs.adjusted_summary(scan, tau2_c, X, Y, tiny_cfg)
     assert set(summary["trap"]["above"]) == {1.5 * tau2_c}
     assert summary["grad_plain"] == 0.0 and summary["grad_zero"].shape == (4,)
     assert np.all(summary["grad_zero"] > 0)  # the adjusted prior breaks the fixed point
     table = runs.scan_table(scan, tau2_c, 0.1, 0.8)
     assert table.startswith(f"τ²_c = {tau2_c:.5f}") and "| 1.500 |" in table
     with pytest.raises(ValueError, match="tau2_critical"):
-        runs.adjusted_runs(jax.random.key(2), X, Y, 0.0, CFG)
+        runs.adjusted_runs(jax.random.key(2), X, Y, 0.0, tiny_cfg)
 
 
 @pytest.mark.slow
-def test_deep_trap_runs_pair_plain_and_adjusted_fits_per_sigma0():
-    trap = runs.deep_trap_runs(jax.random.key(3), X, Y, CFG)
+def test_deep_trap_runs_pair_plain_and_adjusted_fits_per_sigma0(tiny_cfg):
+    trap = runs.deep_trap_runs(jax.random.key(3), X, Y, tiny_cfg)
     assert list(trap) == [0.1, 1.0]
     for r in trap.values():
         assert r["plain"].shape == r["adjusted"].shape == (2,) and r["depth"] == 3

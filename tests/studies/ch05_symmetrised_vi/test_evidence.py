@@ -3,9 +3,9 @@ function fed a small synthetic result, and a broken one that gives the failing v
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-from types import SimpleNamespace
 
 import jax
 import numpy as np
@@ -14,6 +14,7 @@ import pytest
 from bnn_posteriors.claims import checking
 from bnn_posteriors.claims.checking import Evidence, catalogue_check
 from bnn_posteriors.inference import mean_field as mf
+from bnn_posteriors.site import profiles
 from bnn_posteriors.studies.ch05_symmetrised_vi import evidence as ev
 
 
@@ -281,8 +282,11 @@ def test_c5_4_mnist_evidence_saturated_and_deciding():
 
 
 def test_profiles_report_reads_the_old_record(tmp_path):
-    quick = SimpleNamespace(mnist_widths=(4, 8), n_seeds=16)
-    full = SimpleNamespace(
+    quick = dataclasses.replace(
+        profiles.settings("05_symmetrised_vi", "quick"), mnist_widths=(4, 8), n_seeds=16
+    )
+    full = dataclasses.replace(
+        profiles.settings("05_symmetrised_vi", "full"),
         n_seeds=16,
         mnist_widths=(32, 64),
         mnist_perms=64,
@@ -307,6 +311,8 @@ def test_profiles_report_reads_the_old_record(tmp_path):
     (tmp_path / "full" / "05.jsonl").write_text(json.dumps(record) + "\n")
     out = ev.profiles_report(quick, full, tmp_path)
     assert out["full_old_ll_gains"] == "+0.5000" and out["full_old_elbo_gains"] == "1.000"
+    with pytest.raises(ValueError, match="mnist_perms"):  # log K needs the full profile's K
+        ev.profiles_report(quick, dataclasses.replace(full, mnist_perms=None), None)
 
 
 def test_c5_3_verdict_follows_the_catalogue_bound(catalogue_rules):

@@ -2,42 +2,12 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import jax
 import numpy as np
 import pytest
 
 from bnn_posteriors.studies.ch05_symmetrised_vi import fits as sx
 from bnn_posteriors.studies.ch05_symmetrised_vi import runs
-
-CFG = SimpleNamespace(
-    toy_n_train=12,
-    toy_n_test=8,
-    toy_noise=0.2,
-    noise_scale=0.3,
-    prior_scale=1.0,
-    activation="relu",
-    widths=(2, 3),
-    n_seeds=2,
-    svi_steps=5,
-    learning_rate=0.02,
-    svi_particles=1,
-    init_scale=0.1,
-    eval_samples=8,
-    mnist_n_train=6,
-    mnist_n_test=4,
-    mnist_pool=4,
-    mnist_widths=(2,),
-    mnist_seeds=2,
-    mnist_steps=3,
-    mnist_learning_rate=0.01,
-    mnist_particles=1,
-    mnist_init_scale=0.01,
-    mnist_perms=None,
-    mnist_chunk=None,
-    cache=False,
-)
 
 
 def test_paired_runs_share_keys():
@@ -49,9 +19,9 @@ def test_paired_runs_share_keys():
 
 
 @pytest.mark.slow
-def test_toy_runs_match_a_direct_fit_and_plain_q():
+def test_toy_runs_match_a_direct_fit_and_plain_q(tiny_cfg):
     k = jax.random.split(jax.random.key(1), 3)
-    toy = runs.toy_runs(k[0], k[1], k[2], CFG)
+    toy = runs.toy_runs(k[0], k[1], k[2], tiny_cfg)
     assert set(toy["fits"]) == {2, 3} and toy["x_train"].shape == (12, 1)
     assert toy["fits"][3]["extra"].shape[0] == 4 and toy["fits"][3]["extra"].shape[-1] == 200
     assert toy["glue"] == dict(toy_n_train=12, toy_n_test=8, n_seeds=2)
@@ -63,16 +33,18 @@ def test_toy_runs_match_a_direct_fit_and_plain_q():
     np.testing.assert_array_equal(q.loc[1]["W"], toy["fits"][2]["q"].loc[1]["W"][:2])
     with pytest.raises(ValueError, match="n_seeds"):
         runs.plain_q(toy["fits"][2], 5)
-    assert runs.toy_model_kw(CFG)["likelihood"] == "gaussian"
+    assert runs.toy_model_kw(tiny_cfg)["likelihood"] == "gaussian"
 
 
 @pytest.mark.slow
-def test_mnist_runs_on_random_images():
+def test_mnist_runs_on_random_images(tiny_cfg):
     rng = np.random.default_rng(0)
     arrays = (rng.random((8, 784)), np.arange(8) % 3, rng.random((4, 784)), np.arange(4) % 3)
-    out = runs.mnist_runs(jax.random.key(2), jax.random.key(3), arrays, CFG)
+    out = runs.mnist_runs(jax.random.key(2), jax.random.key(3), arrays, tiny_cfg)
     assert set(out["fits"]) == {2} and out["fits"][2]["accuracy"].shape == (4,)
     assert out["glue"]["mnist_inputs"] == 49 and out["glue"]["mnist_n_pool"] == "12"
     assert out["glue"]["mnist_mi_short"] == "exact I" and "(the exact I)" in out["table"]
     with pytest.raises(ValueError, match="mnist_n_train"):
-        runs.mnist_runs(jax.random.key(2), jax.random.key(3), (arrays[0][:3], *arrays[1:]), CFG)
+        runs.mnist_runs(
+            jax.random.key(2), jax.random.key(3), (arrays[0][:3], *arrays[1:]), tiny_cfg
+        )

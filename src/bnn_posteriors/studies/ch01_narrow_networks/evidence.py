@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from bnn_posteriors.claims.checking import Evidence
+from bnn_posteriors.site.settings_classes import NarrowNetworksSettings
 from bnn_posteriors.site.tables import markdown_table
 from bnn_posteriors.studies.ch01_narrow_networks.narrow_posterior import collapse_depth
 
@@ -31,7 +32,7 @@ def _has_depths(name: str, results: Mapping, depths: Sequence[int]) -> None:
         raise ValueError(f"{name} lacks depth(s) {missing}; the check compares L = {list(depths)}")
 
 
-def settings_glue(cfg) -> dict:
+def settings_glue(cfg: NarrowNetworksSettings) -> dict:
     """The settings the chapter's prose cites, by glue name.
 
     ``cfg``: the chapter's settings (``profiles.settings("01_narrow_networks")``); reads

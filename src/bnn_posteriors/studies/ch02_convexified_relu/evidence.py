@@ -15,6 +15,7 @@ import numpy as np
 
 from bnn_posteriors.claims.checking import Evidence, catalogue_check
 from bnn_posteriors.site import tables
+from bnn_posteriors.site.settings_classes import ConvexifiedReluSettings
 from bnn_posteriors.studies.ch02_convexified_relu import chain_marginals
 
 interval = chain_marginals.format_interval
@@ -25,14 +26,14 @@ def _bar(claim: str) -> float:
     return float(catalogue_check(claim, "pass-rate")["bound"])
 
 
-def _widths(cfg) -> tuple[int, int]:
+def _widths(cfg: ConvexifiedReluSettings) -> tuple[int, int]:
     widths = tuple(cfg.widths_hidden)
     if len(widths) != 2:
         raise ValueError(f"cfg.widths_hidden must name two widths (small, large), got {widths}")
     return widths
 
 
-def c2_1(pooled: dict, cfg) -> tuple[Evidence, Evidence]:
+def c2_1(pooled: dict, cfg: ConvexifiedReluSettings) -> tuple[Evidence, Evidence]:
     """C2.1, Lemma E.1: the gap f − g∘K equals the imbalance, and rebalancing closes it.
 
     ``pooled``: :func:`bnn_posteriors.theory.convexified_relu.lemma_summary` (``gap``,
@@ -78,7 +79,7 @@ def c2_1(pooled: dict, cfg) -> tuple[Evidence, Evidence]:
     return identity, balanced
 
 
-def c2_2(dips: dict, cfg) -> Evidence:
+def c2_2(dips: dict, cfg: ConvexifiedReluSettings) -> Evidence:
     """C2.2: the dip test's pass rate on the components of u per width, ESS-gated.
 
     ``dips``: width → dip result (:func:`posterior_runs.u_dips`).
@@ -121,7 +122,7 @@ def c2_2(dips: dict, cfg) -> Evidence:
     )
 
 
-def c2_3(per_width: dict, shrink: dict, ess_all: dict, cfg) -> Evidence:
+def c2_3(per_width: dict, shrink: dict, ess_all: dict, cfg: ConvexifiedReluSettings) -> Evidence:
     """C2.3: the lower ends of the bootstrap intervals of ρ_A and ρ_B above 1, ESS-gated.
 
     ``per_width``, ``shrink``: :func:`chain_marginals.shrinkage_intervals`; ``ess_all``:
@@ -199,7 +200,7 @@ def c2_3(per_width: dict, shrink: dict, ess_all: dict, cfg) -> Evidence:
     )
 
 
-def c2_4(dip: tuple, pair, cfg) -> Evidence:
+def c2_4(dip: tuple, pair, cfg: ConvexifiedReluSettings) -> Evidence:
     """C2.4: the dip test's pass rate on random projections of a pair of u components at
     the larger width, ESS-gated. ``dip``: :func:`posterior_runs.pair_dip`; ``pair``: the
     two flat component indices."""
@@ -231,7 +232,7 @@ def c2_4(dip: tuple, pair, cfg) -> Evidence:
     )
 
 
-def c2_5(dips: dict, cfg) -> Evidence:
+def c2_5(dips: dict, cfg: ConvexifiedReluSettings) -> Evidence:
     """C2.5: the dip test's pass rate on random entries of W1 and of w2 per width, ESS-gated.
 
     ``dips``: ``{(width, "W1"): dip, (width, "w2"): dip}`` (:func:`posterior_runs.weight_dips`).
@@ -263,7 +264,15 @@ def c2_5(dips: dict, cfg) -> Evidence:
     )
 
 
-def notes_glue(cfg, full_cfg, quick_cfg, *, n_rows: int, train_rows: dict, records) -> dict:
+def notes_glue(
+    cfg: ConvexifiedReluSettings,
+    full_cfg: ConvexifiedReluSettings,
+    quick_cfg: ConvexifiedReluSettings,
+    *,
+    n_rows: int,
+    train_rows: dict,
+    records,
+) -> dict:
     """The values the reproduction notes cite: the full profile's budget and the measures
     of its committed records of C2.2 and C2.3 (NaN where a record is missing).
 

@@ -19,6 +19,7 @@ from bnn_posteriors.evaluation import diagnostics
 from bnn_posteriors.inference import mcmc
 from bnn_posteriors.models import numpyro_models as models
 from bnn_posteriors.site import tables
+from bnn_posteriors.site.settings_classes import ConvexifiedReluSettings
 from bnn_posteriors.studies.ch02_convexified_relu import chain_marginals
 from bnn_posteriors.theory import convexified_relu as convex
 
@@ -101,7 +102,7 @@ def sample_posterior(
     }
 
 
-def sample_widths(key_warm, key_nuts, x, y, cfg) -> dict:
+def sample_widths(key_warm, key_nuts, x, y, cfg: ConvexifiedReluSettings) -> dict:
     """Warm-started NUTS at every width of ``cfg.widths_hidden`` (:func:`sample_posterior`).
 
     Each key is split into one key per width, used in order. Returns ``{width: run}``.
@@ -162,7 +163,7 @@ def sampler_table(runs: dict) -> str:
     return tables.markdown_table(header, rows, align="rlrrrrr")
 
 
-def u_dips(rng: np.random.Generator, runs: dict, cfg) -> tuple[dict, dict]:
+def u_dips(rng: np.random.Generator, runs: dict, cfg: ConvexifiedReluSettings) -> tuple[dict, dict]:
     """The dip test on ``cfg.n_components`` random components of u per width (C2.2).
 
     Draws the components from ``rng`` width by width. Returns ``(dips, picks)``: width →
@@ -177,7 +178,9 @@ def u_dips(rng: np.random.Generator, runs: dict, cfg) -> tuple[dict, dict]:
     return dips, picks
 
 
-def pair_dip(rng: np.random.Generator, u, pair, cfg) -> tuple[float, np.ndarray, float]:
+def pair_dip(
+    rng: np.random.Generator, u, pair, cfg: ConvexifiedReluSettings
+) -> tuple[float, np.ndarray, float]:
     """The dip test on ``cfg.n_directions`` random projections of two components of u (C2.4).
 
     ``u`` (chains, draws, ...), ``pair`` two flat component indices.
@@ -189,7 +192,7 @@ def pair_dip(rng: np.random.Generator, u, pair, cfg) -> tuple[float, np.ndarray,
     return chain_marginals.dip_pass_rate(projections, cfg.dip_alpha)
 
 
-def weight_dips(rng: np.random.Generator, runs: dict, cfg) -> dict:
+def weight_dips(rng: np.random.Generator, runs: dict, cfg: ConvexifiedReluSettings) -> dict:
     """The dip test on random entries of W1 and of w2 per width (C2.5).
 
     Per width, draws up to ``cfg.n_components`` entries of W1, then of w2, from ``rng``.
@@ -207,7 +210,7 @@ def weight_dips(rng: np.random.Generator, runs: dict, cfg) -> dict:
     return dips
 
 
-def shrinkage(rng_key, runs: dict, cfg) -> tuple[dict, dict, dict]:
+def shrinkage(rng_key, runs: dict, cfg: ConvexifiedReluSettings) -> tuple[dict, dict, dict]:
     """A_H, B_H per width, ρ_A, ρ_B with bootstrap intervals, and the ESS of all of u (C2.3).
 
     Returns ``(per_width, shrink, ess_all)`` of :func:`chain_marginals.shrinkage_intervals`
@@ -222,7 +225,7 @@ def shrinkage(rng_key, runs: dict, cfg) -> tuple[dict, dict, dict]:
     return per_width, shrink, ess_all
 
 
-def ess_budget(runs: dict, cfg) -> tuple[str, dict]:
+def ess_budget(runs: dict, cfg: ConvexifiedReluSettings) -> tuple[str, dict]:
     """The median within-chain ESS of u on the first 1/8, 1/4, 1/2 and all draws of each chain.
 
     Returns a Markdown table (one row per width) and the values the prose cites: the ESS

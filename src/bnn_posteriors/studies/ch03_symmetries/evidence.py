@@ -15,6 +15,7 @@ import numpy as np
 
 from bnn_posteriors.claims.checking import Evidence, Gate, catalogue_check
 from bnn_posteriors.site import tables
+from bnn_posteriors.site.settings_classes import SymmetriesSettings
 from bnn_posteriors.studies.ch01_narrow_networks import narrow_posterior
 
 # Symmetries of App. B that leave an MLP's function unchanged: (activation, operation).
@@ -219,7 +220,9 @@ def c3_5(printed, distant, depth: int) -> tuple[Evidence, Evidence]:
     )
 
 
-def c3_6(fits: dict, n_train: int, beta_hat: float, tau2_threshold: float, cfg) -> Evidence:
+def c3_6(
+    fits: dict, n_train: int, beta_hat: float, tau2_threshold: float, cfg: SymmetriesSettings
+) -> Evidence:
     """C3.6, Fig. 2: the four parts of the claim, measured by
     :func:`narrow_posterior.hyperbola_parts` from ``fits`` (:func:`.runs.figure2_fits`), each to
     lie below its bound in the catalogue's check ``four-parts`` (shown in the table)."""
@@ -264,7 +267,7 @@ def c3_6(fits: dict, n_train: int, beta_hat: float, tau2_threshold: float, cfg) 
     )
 
 
-def _trap_gate(gain: dict, progress: dict, tau2_c: float, cfg) -> Gate:
+def _trap_gate(gain: dict, progress: dict, tau2_c: float, cfg: SymmetriesSettings) -> Gate:
     return Gate(
         passed=bool(gain["trapped"]),
         why=f"plain MFVI is {'trapped' if gain['trapped'] else 'not trapped'} in this network: "
@@ -281,7 +284,9 @@ def _trap_gate(gain: dict, progress: dict, tau2_c: float, cfg) -> Gate:
     )
 
 
-def c3_7(scan: dict, summary: dict, tau2_c: float, beta_hat: float, cfg) -> tuple[Evidence, ...]:
+def c3_7(
+    scan: dict, summary: dict, tau2_c: float, beta_hat: float, cfg: SymmetriesSettings
+) -> tuple[Evidence, ...]:
     """C3.7, Prop. B.5, on the two-weight network: three further findings (better convergence
     where plain MFVI is trapped, gated on a trap existing, ``two-weight-trap``; the adjusted
     prior breaks the fixed point μ = 0; it does not lift MFVI out of Fig. 2's collapse). The

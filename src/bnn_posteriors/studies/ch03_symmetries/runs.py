@@ -16,6 +16,7 @@ from bnn_posteriors.data import loaders as data
 from bnn_posteriors.evaluation import diagnostics
 from bnn_posteriors.models.symmetry import priors as symmetry
 from bnn_posteriors.site import tables
+from bnn_posteriors.site.settings_classes import SymmetriesSettings
 from bnn_posteriors.studies.ch01_narrow_networks import narrow_posterior
 from bnn_posteriors.theory import narrow_network as theory
 from bnn_posteriors.util import streams
@@ -71,7 +72,7 @@ def pairwise_case_names(limit: float = 2.0, num: int = 9) -> list[str]:
     ]
 
 
-def two_weight_data(cfg) -> tuple:
+def two_weight_data(cfg: SymmetriesSettings) -> tuple:
     """The data of Fig. 2: ``(x, y, beta_hat, tau2_threshold)``.
 
     ``x``: the first input column of the training split of ``cfg.dataset`` (``cfg.n_max``
@@ -85,7 +86,7 @@ def two_weight_data(cfg) -> tuple:
     return x, y, beta_hat, tau2_threshold
 
 
-def figure2_fits(key_start, key_nuts, key_svi, x, y, cfg) -> dict:
+def figure2_fits(key_start, key_nuts, key_svi, x, y, cfg: SymmetriesSettings) -> dict:
     """NUTS and MFVI for every τ² of ``cfg.tau2s``: :func:`narrow_posterior.hyperbola_fits`
     with the chapter's sampler and SVI settings. Returns ``{τ²: dict}``."""
     return narrow_posterior.hyperbola_fits(
@@ -149,7 +150,7 @@ def diagnostics_table(fits: dict) -> str:
     return tables.markdown_table(header, rows)
 
 
-def adjusted_runs(rng_key, x, y, tau2_critical: float, cfg) -> dict:
+def adjusted_runs(rng_key, x, y, tau2_critical: float, cfg: SymmetriesSettings) -> dict:
     """Plain and adjusted-prior MFVI (Prop. B.5, C3.7) at the smallest τ² of ``cfg.tau2s``
     and at τ² = r τ²_c for r in ``cfg.adjusted_scan``: :func:`narrow_posterior.adjusted_prior_scan`
     with the chapter's settings. Returns ``{τ²: dict}``."""
@@ -169,7 +170,7 @@ def adjusted_runs(rng_key, x, y, tau2_critical: float, cfg) -> dict:
     )
 
 
-def deep_trap_runs(rng_key, x, y, cfg) -> dict:
+def deep_trap_runs(rng_key, x, y, cfg: SymmetriesSettings) -> dict:
     """Prop. B.5 (C3.7) where plain MFVI has a trap: the narrow network of depth
     ``cfg.trap_depth`` at τ² = 1, ``cfg.trap_runs`` starts near μ = 0, plain against adjusted
     priors of each θ0 scale σ0 in ``cfg.trap_sigma0s`` (:func:`narrow_posterior.deep_trap`,
@@ -228,7 +229,7 @@ def scan_table(scan: dict, tau2_critical: float, tau2_threshold: float, beta_hat
     return setting + "\n\n" + tables.markdown_table(header, rows)
 
 
-def adjusted_summary(scan: dict, tau2_critical: float, x, y, cfg) -> dict:
+def adjusted_summary(scan: dict, tau2_critical: float, x, y, cfg: SymmetriesSettings) -> dict:
     """What C3.7 measures on ``scan`` (:func:`adjusted_runs`): ``trap``
     (:func:`narrow_posterior.trap_summary`), ``gain`` (:func:`narrow_posterior.convergence_gain`,
     trapped below half of ν*), ``grad_zero`` (|∇_μ ELBO| at μ = 0 under every adjusted

@@ -23,6 +23,7 @@ import numpy as np
 from bnn_posteriors.claims.checking import Evidence, catalogue_check, read_jsonl
 from bnn_posteriors.models.symmetry import permutations
 from bnn_posteriors.site import tables
+from bnn_posteriors.site.settings_classes import SymmetrisedVISettings
 from bnn_posteriors.studies.ch05_symmetrised_vi import pruning
 from bnn_posteriors.studies.ch05_symmetrised_vi import repeats as ss
 
@@ -657,7 +658,9 @@ def c5_4_mnist_evidence(
 # --------------------------------------------------------------------------- the profiles
 
 
-def profiles_report(quick, full, committed: Path | None) -> dict:
+def profiles_report(
+    quick: SymmetrisedVISettings, full: SymmetrisedVISettings, committed: Path | None
+) -> dict:
     """The values the reproduction notes cite from the quick and full profiles' settings, and
     the MNIST gains of the old C5.4 check's full-profile record (the last such record in
     ``committed``/full/05.jsonl if there is one, else :data:`OLD_RECORD`)."""
@@ -668,6 +671,11 @@ def profiles_report(quick, full, committed: Path | None) -> dict:
         if r["id"] == "C5.4" and r.get("finding") is None and "MNIST ELBO [" in r.get("note", "")
     ]
     old_gains = ss.committed_gains(old[-1] if old else OLD_RECORD)
+    if full.mnist_perms is None:
+        raise ValueError(
+            "full.mnist_perms is None: the notes cite log K of the full profile's sampled "
+            "permutations, so the full profile must set mnist_perms to K"
+        )
     return dict(
         quick_mnist_max=max(quick.mnist_widths),
         quick_n_seeds=quick.n_seeds,

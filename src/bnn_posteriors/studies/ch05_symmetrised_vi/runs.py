@@ -11,12 +11,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bnn_posteriors.site.settings_classes import SymmetrisedVISettings
 from bnn_posteriors.studies.ch05_symmetrised_vi import fits as sx
 from bnn_posteriors.studies.ch05_symmetrised_vi.evidence import mi_words
 from bnn_posteriors.util.validate import positive_int
 
 
-def toy_model_kw(cfg) -> dict:
+def toy_model_kw(cfg: SymmetrisedVISettings) -> dict:
     """The toy set's model: Gaussian likelihood with ``cfg.noise_scale``, ``cfg.prior_scale``,
     ``cfg.activation``."""
     return dict(
@@ -36,7 +37,7 @@ def paired_runs(rng_key, n_seeds: int):
     return jnp.concatenate([seed_keys, seed_keys]), jnp.repeat(jnp.array([0.0, 1.0]), n_seeds)
 
 
-def toy_runs(key_data, key_fit, key_eval, cfg) -> dict:
+def toy_runs(key_data, key_fit, key_eval, cfg: SymmetrisedVISettings) -> dict:
     """The toy set (``cfg.toy_n_train``, ``cfg.toy_n_test`` points, noise ``cfg.toy_noise``;
     train and test from the two halves of ``key_data``) and, per width of ``cfg.widths``,
     ``cfg.n_seeds`` paired plain/symmetrised fits (``svi_steps``, ``learning_rate``,
@@ -88,7 +89,7 @@ def toy_runs(key_data, key_fit, key_eval, cfg) -> dict:
     )
 
 
-def mnist_runs(key_fit, key_eval, arrays, cfg) -> dict:
+def mnist_runs(key_fit, key_eval, arrays, cfg: SymmetrisedVISettings) -> dict:
     """Paired plain/symmetrised fits on MNIST per width of ``cfg.mnist_widths``.
 
     ``arrays``: ``(x_train, y_train, x_test, y_test)`` of
