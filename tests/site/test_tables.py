@@ -47,3 +47,16 @@ def test_glue_values_glues_python_numbers(monkeypatch):
     tables.glue_values({"a": np.float64(0.5), "b": np.int64(3), "c": "text"})
     assert calls == [("a", 0.5, False), ("b", 3, False), ("c", "text", False)]
     assert type(calls[0][1]) is float and type(calls[1][1]) is int
+
+
+def test_overview_glues_its_values_and_displays_its_table(monkeypatch):
+    import IPython.display
+    import myst_nb
+
+    glued, shown = [], []
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display: glued.append((name, value)))
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj.data))
+    tables.Overview("| a |\n|---|\n| 1 |", {"n": 3}).show()
+    assert glued == [("n", 3)] and shown == ["| a |\n|---|\n| 1 |"]
+    tables.Overview(None, {"m": 1}).show()
+    assert glued[-1] == ("m", 1) and len(shown) == 1

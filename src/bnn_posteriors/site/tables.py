@@ -3,13 +3,17 @@
 A chapter shows a table with ``display(Markdown(tables.markdown_table(header, rows)))``;
 myst-nb renders the Markdown output as an HTML table that wraps to the page, where
 printed monospace text would overflow it. The cells are formatted from the computed
-values (:func:`pm`, :func:`number`), never typed.
+values (:func:`pm`, :func:`number`), never typed. What a chapter shows without checking it
+is an :class:`Overview` (the numbers behind a check are the table and glue of its
+:class:`~bnn_posteriors.claims.checking.Evidence`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -73,3 +77,20 @@ def glue_values(values: Mapping) -> None:
 
     for name, value in values.items():
         glue(name, value.item() if isinstance(value, np.generic) else value, display=False)
+
+
+@dataclass(frozen=True)
+class Overview:
+    """Numbers a chapter shows but does not check: a Markdown ``table`` (or None) and the
+    values its prose cites, to ``glue`` under their names."""
+
+    table: str | None
+    glue: Mapping[str, Any] = field(default_factory=dict)
+
+    def show(self) -> None:
+        """Glue the values (:func:`glue_values`) and display the table."""
+        glue_values(self.glue)
+        if self.table is not None:
+            from IPython.display import Markdown, display
+
+            display(Markdown(self.table))

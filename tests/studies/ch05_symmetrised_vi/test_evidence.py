@@ -128,7 +128,8 @@ def test_nuts_report():
         chain_modes=[3, 5, 3],
         stay=0.4,
     )
-    glue, table = ev.nuts_report(arr, 3)
+    shown = ev.nuts_report(arr, 3)
+    glue, table = shown.glue, shown.table
     assert glue == dict(nuts_moved=75.0, nuts_distinct=2, nuts_stay=40.0, num_chains=3)
     assert "| 1 | 0.90 | 75.0% | 3, 5, 3 | 40.0% |" in table
     with pytest.raises(ValueError, match="lacks"):
@@ -245,7 +246,8 @@ def test_combined_status_and_mi_words():
 def test_mnist_pruning_report():
     qs = [mf.init(jax.random.key(i), (2, 3, 2), init_scale=0.1) for i in range(4)]
     q = jax.tree.map(lambda *a: np.stack(a), *qs)
-    glue, table = ev.mnist_pruning_report({3: {"q": q}}, n_seeds=2, prior_scale=1.0)
+    shown = ev.mnist_pruning_report({3: {"q": q}}, n_seeds=2, prior_scale=1.0)
+    glue, table = shown.glue, shown.table
     assert set(glue) == {
         "mnist_pruned_pct",
         "mnist_kept",

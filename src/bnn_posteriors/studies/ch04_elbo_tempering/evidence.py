@@ -14,33 +14,16 @@ are read from it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 
 from bnn_posteriors.claims.checking import Evidence, Gate, catalogue_check
-from bnn_posteriors.site.tables import glue_values, markdown_table, number_list
+from bnn_posteriors.site.tables import Overview, markdown_table, number_list
 from bnn_posteriors.studies.ch04_elbo_tempering import regression
 from bnn_posteriors.studies.ch04_elbo_tempering.regression import columns, loglog_slope
 
 CI_PCT = 95  # the level of the intervals over the splits
-
-
-@dataclass(frozen=True)
-class Overview:
-    """Numbers a chapter shows but does not check: a Markdown ``table`` and values to ``glue``."""
-
-    table: str | None
-    glue: Mapping[str, Any] = field(default_factory=dict)
-
-    def show(self) -> None:
-        """Glue the values (``myst_nb.glue``) and display the table."""
-        glue_values(self.glue)
-        if self.table is not None:
-            from IPython.display import Markdown, display
-
-            display(Markdown(self.table))
 
 
 # --------------------------------------------------------------------------- reading the fits

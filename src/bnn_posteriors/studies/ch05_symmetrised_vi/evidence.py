@@ -6,8 +6,8 @@ returns the :class:`Evidence` of one claim's checks, in the chapter's order, eac
 ``part``: the rule and its bound are the claims catalogue's ``[[claim.check]]`` of that part
 (``claims/catalogue/05_symmetrised_vi.toml``), read here only for the words and the glue. The
 chapter passes them to :func:`bnn_posteriors.claims.checking.show_and_check`. The ``*_report``
-functions return what the chapter shows without a check: the values its prose cites (glue)
-and a Markdown table.
+functions return what the chapter shows without a check, a
+:class:`~bnn_posteriors.site.tables.Overview`: the values its prose cites and a Markdown table.
 """
 
 from __future__ import annotations
@@ -282,7 +282,7 @@ def c5_2_separation_evidence(
     )
 
 
-def nuts_report(arr: Mapping, num_chains: int) -> tuple[dict, str]:
+def nuts_report(arr: Mapping, num_chains: int) -> tables.Overview:
     """What :func:`.repeats.nuts_arrangements` found: the values the prose cites and a table
     (divergences, acceptance, share of draws best matched by g ≠ e, each chain's most frequent
     arrangement and the share of its draws in it)."""
@@ -308,7 +308,7 @@ def nuts_report(arr: Mapping, num_chains: int) -> tuple[dict, str]:
         nuts_stay=float(100 * arr["stay"]),
         num_chains=num_chains,
     )
-    return glue, tables.markdown_table(header, [row])
+    return tables.Overview(tables.markdown_table(header, [row]), glue)
 
 
 # --------------------------------------------------------------------------- C5.3
@@ -514,7 +514,7 @@ def mi_words(num_perms: int | None) -> dict:
     )
 
 
-def mnist_pruning_report(fits: Mapping, *, n_seeds: int, prior_scale: float) -> tuple[dict, str]:
+def mnist_pruning_report(fits: Mapping, *, n_seeds: int, prior_scale: float) -> tables.Overview:
     """Units pruned by the plain MNIST fits (the first ``n_seeds`` runs of each width of
     :func:`.fits.fit_width`): the values the prose cites and :func:`.pruning.pruning_table`."""
     plain = slice(0, n_seeds)
@@ -534,7 +534,7 @@ def mnist_pruning_report(fits: Mapping, *, n_seeds: int, prior_scale: float) -> 
         mnist_kl_kept=", ".join(f"{k:.3f}" for k in prune["kl_kept"]),
         mnist_prune_verdict=prune["verdict"],
     )
-    return glue, pruning.pruning_table(by_width)
+    return tables.Overview(pruning.pruning_table(by_width), glue)
 
 
 def c5_4_mnist_evidence(

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bnn_posteriors.site.settings_classes import SymmetrisedVISettings
+from bnn_posteriors.site.tables import Overview
 from bnn_posteriors.studies.ch05_symmetrised_vi import fits as sx
 from bnn_posteriors.studies.ch05_symmetrised_vi.evidence import mi_words
 from bnn_posteriors.util.validate import positive_int
@@ -45,8 +46,8 @@ def toy_runs(key_data, key_fit, key_eval, cfg: SymmetrisedVISettings) -> dict:
     grid of 200 x in [−2.5, 2.5] (its draws in each fit's ``extra``).
 
     Returns ``x_train``, ``y_train``, ``x_test``, ``y_test``, ``x_grid``, ``fits`` (width →
-    :func:`.fits.fit_width`), ``glue`` (the sizes the prose cites) and ``table`` (the fits'
-    means over seeds, Markdown).
+    :func:`.fits.fit_width`) and ``overview``, an :class:`~bnn_posteriors.site.tables.Overview`
+    of the sizes the prose cites and the fits' means over seeds.
     """
     k_train, k_test = jax.random.split(key_data)
     x_tr, y_tr = sx.toy_regression(k_train, cfg.toy_n_train, cfg.toy_noise)
@@ -84,8 +85,7 @@ def toy_runs(key_data, key_fit, key_eval, cfg: SymmetrisedVISettings) -> dict:
         y_test=y_te,
         x_grid=x_grid,
         fits=fits,
-        glue=glue,
-        table=table,
+        overview=Overview(table, glue),
     )
 
 
@@ -99,8 +99,9 @@ def mnist_runs(key_fit, key_eval, arrays, cfg: SymmetrisedVISettings) -> dict:
     ``mnist_learning_rate``, ``mnist_particles``, ``mnist_init_scale``, ``mnist_perms`` (None:
     the exact I; K: [SYM]'s Î_K), ``mnist_chunk``, ``cache``, ``eval_samples`` // 4.
 
-    Returns ``fits`` (width → :func:`.fits.fit_width`), ``glue`` (what the prose cites about
-    the data and the objective) and ``table`` (the fits' means over seeds, Markdown).
+    Returns ``fits`` (width → :func:`.fits.fit_width`) and ``overview``, an
+    :class:`~bnn_posteriors.site.tables.Overview` of what the prose cites about the data and
+    the objective and the fits' means over seeds.
     """
     xm_tr, ym_tr, xm_te, ym_te = arrays
     if len(xm_tr) < cfg.mnist_n_train:
@@ -158,7 +159,7 @@ def mnist_runs(key_fit, key_eval, arrays, cfg: SymmetrisedVISettings) -> dict:
         mnist_side=f"{side}×{side}",
     )
     table = f"Per width, mean over seeds ({words['mi_name']}):\n\n" + sx.fits_table(fits)
-    return dict(fits=fits, glue=glue, table=table)
+    return dict(fits=fits, overview=Overview(table, glue))
 
 
 def plain_q(fit: dict, n_seeds: int) -> dict:
