@@ -4,7 +4,7 @@ failing value."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import dataclasses
 
 import numpy as np
 import pytest
@@ -14,9 +14,13 @@ from bnn_posteriors.evaluation import diagnostics
 from bnn_posteriors.studies.ch06_metricbnn import evidence
 from bnn_posteriors.studies.ch06_metricbnn import experiments as mbx
 
-CFG = SimpleNamespace(
-    num_particles=10, lin_gap_min_maps=40, straightness_threshold=0.9, banana_min_maps=25
-)
+
+@pytest.fixture
+def cfg(quick_cfg):
+    """Chapter 6's quick settings with the sizes and gates the checks read set here."""
+    return quick_cfg(
+        num_particles=10, lin_gap_min_maps=40, straightness_threshold=0.9, banana_min_maps=25
+    )
 
 
 def passes(item) -> bool:
@@ -49,8 +53,8 @@ def test_helpers_format_sizes_and_architectures():
         evidence.arch((1, 1))
 
 
-def test_c6_1_band_refinement_and_low_dimension():
-    band, refinement, low = evidence.c6_1(c61(), 10000, CFG)
+def test_c6_1_band_refinement_and_low_dimension(cfg):
+    band, refinement, low = evidence.c6_1(c61(), 10000, cfg)
     assert (band.claim, band.value, band.part) == ("C6.1", 0.01, "band")
     assert rule_of(band) == ("less", 0.1, None) and rule_of(refinement) == ("less", 0.1, None)
     assert refinement.value == pytest.approx(0.02) and refinement.part == "refinement"
@@ -59,18 +63,18 @@ def test_c6_1_band_refinement_and_low_dimension():
     assert "band 10%" in band.says and "more than 90% is asked" in refinement.says
     assert all(passes(e) for e in (band, refinement, low))
     assert band.glue["ch6_c61_kept"] == pytest.approx(0.02) and "lambda_max" in band.table
-    band, refinement, _ = evidence.c6_1(c61(rise=0.2, control=0.25), 10000, CFG)  # broken walk
+    band, refinement, _ = evidence.c6_1(c61(rise=0.2, control=0.25), 10000, cfg)  # broken walk
     assert not passes(band) and not passes(refinement)
 
 
-def test_c6_2_sampled_and_gated_linearised():
+def test_c6_2_sampled_and_gated_linearised(cfg):
     ratios = {"MetricBNN samples": 3.0, "LA": 1.1, "Lin LA": 2.0, "MetricBNN posterior": 1.5}
-    sampled, lin = evidence.c6_2(ratios, CFG)
+    sampled, lin = evidence.c6_2(ratios, cfg)
     assert sampled.value == pytest.approx(1.9) and passes(sampled)
     assert rule_of(sampled) == ("greater", 0.0, None)
     assert rule_of(lin) == ("greater", 0.0, "linearised-la") and not lin.gate.passed
-    assert evidence.c6_2(ratios, CFG, lin_maps=40)[1].gate.passed
-    assert not passes(evidence.c6_2({**ratios, "LA": 4.0}, CFG)[0])
+    assert evidence.c6_2(ratios, cfg, lin_maps=40)[1].gate.passed
+    assert not passes(evidence.c6_2({**ratios, "LA": 4.0}, cfg)[0])
 
 
 def summaries_of(gap, excess, straight):
@@ -84,11 +88,11 @@ def summaries_of(gap, excess, straight):
     return table, {"this build": summary, "deciding (full profile)": summary}
 
 
-def test_c6_3_and_c6_4_decide_on_the_intervals():
+def test_c6_3_and_c6_4_decide_on_the_intervals(cfg):
     per_map, summaries = summaries_of(
         [0.1, 0.12, 0.11, 0.09], [0.3, 0.35, 0.32, 0.31], [0.99, 0.98, 0.99, 0.97]
     )
-    c63, c64 = evidence.c6_3_and_c6_4(per_map, summaries, CFG, "results/x.json")
+    c63, c64 = evidence.c6_3_and_c6_4(per_map, summaries, cfg, "results/x.json")
     low = summaries["deciding (full profile)"]["gap NLL: Gaussian - latent"]["low"]
     assert c63.value == low and rule_of(c63) == ("greater", 0.0, None) and passes(c63)
     assert rule_of(c64) == ("greater", 0.0, None)
@@ -100,7 +104,7 @@ def test_c6_3_and_c6_4_decide_on_the_intervals():
     per_map, summaries = summaries_of(
         [0.1, -0.2, 0.15, -0.1], [0.01, 0.02, 0.01, 0.02], [0.99, 0.98, 0.99, 0.97]
     )
-    c63, c64 = evidence.c6_3_and_c6_4(per_map, summaries, CFG, None)
+    c63, c64 = evidence.c6_3_and_c6_4(per_map, summaries, cfg, None)
     assert not passes(c63) and passes(c64)
 
 
@@ -134,8 +138,8 @@ def test_banana_scores_entropy_nll_and_ece():
     assert scores["MetricBNN"]["test ECE"] == pytest.approx(0.1)
 
 
-def test_c6_5_decides_calibration_and_the_high_uncertainty_region():
-    ece, nll, high = evidence.c6_5(banana_probs(), LABELS, CFG)
+def test_c6_5_decides_calibration_and_the_high_uncertainty_region(cfg):
+    ece, nll, high = evidence.c6_5(banana_probs(), LABELS, cfg)
     assert [e.part for e in (ece, nll, high)] == ["ece", "nll", "high-uncertainty"]
     for item in (ece, nll, high):
         assert rule_of(item) == ("greater", 0.0, None)
@@ -145,12 +149,12 @@ def test_c6_5_decides_calibration_and_the_high_uncertainty_region():
     # on the ring MetricBNN (p = 0.4) is more uncertain than the Lin LA (p = 0.3), but one MAP
     # cannot decide it: inconclusive until banana_min_maps MAPs
     assert high.value > 0 and passes(high) and not high.gate.passed
-    one_map = SimpleNamespace(banana_min_maps=1)
+    one_map = dataclasses.replace(cfg, banana_min_maps=1)
     assert evidence.c6_5(banana_probs(), LABELS, one_map)[2].gate.passed
     assert not passes(evidence.c6_5(banana_probs(mb_ring=0.2), LABELS, one_map)[2])
     assert high.glue["ch6_ent_la_ring"] == pytest.approx(np.log(2)) and "test ECE" in high.table
     # MetricBNN less sure than the Lin LA where both are right: worse calibrated, fails
-    worse = evidence.c6_5(banana_probs(mb_conf=0.7), LABELS, CFG)
+    worse = evidence.c6_5(banana_probs(mb_conf=0.7), LABELS, cfg)
     assert not passes(worse[0]) and not passes(worse[1]) and "not below" in worse[0].says
 
 
@@ -241,30 +245,28 @@ def accuracy_rows(mb=(1.0, 1.2)):
     return {"depth": [1, 2], "P": [100, 200], "LA": [1.1, 1.1], "MetricBNN": list(mb)}
 
 
-COST_CFG = SimpleNamespace(ae_components=64, depth_min_maps=40)
-
-
-def test_c6_8_growth_accuracy_and_absolute_cost():
-    growth, accuracy, absolute = evidence.c6_8(*cost_inputs(), accuracy_rows(), COST_CFG)
+def test_c6_8_growth_accuracy_and_absolute_cost(quick_cfg):
+    cost_cfg = quick_cfg(ae_components=64, depth_min_maps=40)
+    growth, accuracy, absolute = evidence.c6_8(*cost_inputs(), accuracy_rows(), cost_cfg)
     # decided on the paper's encoder (all P in, 3-fold), not the principal directions' 1.1
     assert growth.value == pytest.approx(np.log10(8 / 3.0)) and passes(growth)
     assert rule_of(growth) == ("greater", 0.0, None)
     assert rule_of(absolute) == ("greater", 0.0, "absolute-cost") and not passes(absolute)
     assert growth.glue["ch6_cross_size"] == "2\u202f000" and "of which eigh" in growth.table
-    assert not passes(evidence.c6_8(*cost_inputs(all_in_growth=20.0), accuracy_rows(), COST_CFG)[0])
+    assert not passes(evidence.c6_8(*cost_inputs(all_in_growth=20.0), accuracy_rows(), cost_cfg)[0])
     # MetricBNN's gap NLL 0.1 above the LA's at two hidden layers: the largest excess
     assert rule_of(accuracy) == ("less", 0.0, None)
     assert accuracy.value == pytest.approx(0.1) and not passes(accuracy)
     assert not accuracy.gate.passed and "2 hidden layers" in accuracy.says
-    better = evidence.c6_8(*cost_inputs(), accuracy_rows(mb=(1.0, 1.05)), COST_CFG)[1]
+    better = evidence.c6_8(*cost_inputs(), accuracy_rows(mb=(1.0, 1.05)), cost_cfg)[1]
     assert passes(better) and better.value == pytest.approx(-0.05)
-    one_map = SimpleNamespace(ae_components=64, depth_min_maps=1)
+    one_map = dataclasses.replace(cost_cfg, depth_min_maps=1)
     assert evidence.c6_8(*cost_inputs(), accuracy_rows(), one_map)[1].gate.passed
 
 
-def test_the_catalogue_decides_the_same_evidence(catalogue_rules):
+def test_the_catalogue_decides_the_same_evidence(catalogue_rules, cfg):
     """The bound is the catalogue's: changing it changes the verdict of the same Evidence."""
-    band = evidence.c6_1(c61(rise=0.05), 10000, CFG)[0]
+    band = evidence.c6_1(c61(rise=0.05), 10000, cfg)[0]
     assert passes(band)
     catalogue_rules(
         {
@@ -281,7 +283,7 @@ def test_the_catalogue_decides_the_same_evidence(catalogue_rules):
         }
     )
     assert not passes(band)
-    assert "band 1%" in evidence.c6_1(c61(rise=0.05), 10000, CFG)[0].says
+    assert "band 1%" in evidence.c6_1(c61(rise=0.05), 10000, cfg)[0].says
 
 
 def test_one_map_gate_decides_only_on_enough_maps():

@@ -51,8 +51,8 @@ def test_chapter_glue_from_settings_and_the_committed_run():
     assert mine["ch6_ae_committed_budget"] == "a budget shorter than App. A's"
 
 
-def test_full_record_and_its_display():
-    cfg = SimpleNamespace(seed=1, uci_seeds=[0])
+def test_full_record_and_its_display(quick_cfg):
+    cfg = quick_cfg(seed=1, uci_seeds=(0,))
     summary = {"mean": 0.1}
     keys = (
         "gap NLL: Gaussian - latent",

@@ -4,8 +4,6 @@ rule and bound are the claims catalogue's), and a broken input gives the failing
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 
@@ -28,43 +26,55 @@ def rule_of(e: Evidence) -> tuple:
     return entry["rule"], entry.get("bound"), entry.get("finding")
 
 
-CFG = SimpleNamespace(
-    de_learning_rate=1e-3,
-    de_weight_decay=1e-2,
-    de_batch_size=32,
-    de_patience=10,
-    hidden=(16, 16, 16),
-    tuning_steps=10,
-    sampling_steps=20,
-    thinning=2,
-    scales=(0.1, 0.5, 1.0, 2.0, 10.0),
-    prior_chains=2,
-)
-FULL = SimpleNamespace(
-    tuning_steps=100,
-    sampling_steps=200,
-    thinning=10,
-    n_chains_many=200,
-    n_chains_many_accelerator=2000,
-    tuning_steps_many=50,
-    sampling_steps_many=60,
-    many_seeds=(1, 2),
-    many_results="ch7_many_chains",
-    prior_depths=(1, 2),
-    prior_chains=4,
-    prior_tuning_steps=100,
-    prior_sampling_steps=200,
-)
+SCALES = (0.1, 0.5, 1.0, 2.0, 10.0)
 
 
-def test_show_and_values(monkeypatch):
+@pytest.fixture
+def cfg(make_cfg):
+    """Chapter 7's quick settings with the values the checks and the prose read set here."""
+    return make_cfg(
+        de_learning_rate=1e-3,
+        de_weight_decay=1e-2,
+        de_batch_size=32,
+        de_patience=10,
+        hidden=(16, 16, 16),
+        tuning_steps=10,
+        sampling_steps=20,
+        thinning=2,
+        scales=SCALES,
+        prior_chains=2,
+    )
+
+
+@pytest.fixture
+def full(make_cfg):
+    """Chapter 7's full settings with the values the checks and the prose read set here."""
+    return make_cfg(
+        "full",
+        tuning_steps=100,
+        sampling_steps=200,
+        thinning=10,
+        n_chains_many=200,
+        n_chains_many_accelerator=2000,
+        tuning_steps_many=50,
+        sampling_steps_many=60,
+        many_seeds=(1, 2),
+        many_results="ch7_many_chains",
+        prior_depths=(1, 2),
+        prior_chains=4,
+        prior_tuning_steps=100,
+        prior_sampling_steps=200,
+    )
+
+
+def test_show_and_values(monkeypatch, cfg):
     glued = {}
     monkeypatch.setattr(ev.tables, "glue_values", glued.update)
     ev.show({"a": 1})
     assert glued == {"a": 1}
     with pytest.raises(TypeError, match="mapping"):
         ev.show([1])
-    values = ev.method_values(CFG)
+    values = ev.method_values(cfg)
     assert values["hidden_first"] == 16 and values["ci_level"] == 95
     assert values["tuning_fractions_text"].count("/") == 2
 
@@ -160,7 +170,7 @@ def test_c7_3_and_reports():
     assert glue == {"n_chains_many": 4} and "4 × 6" in table
 
 
-def test_c7_4():
+def test_c7_4(full):
     ks = dict(
         ks=[0.3, 0.1, 0.1, 0.2],
         ks_bias=[0.1] * 4,
@@ -172,7 +182,7 @@ def test_c7_4():
     )
     glue, table = ev.ks_report(ks, num_resamples=10)
     assert glue["ks_gap_low"] == 0.05 and "Δ_KS = 0.1000" in table
-    e = ev.c7_4_evidence(ks, None, FULL, n_chains=20, n_boot=10)
+    e = ev.c7_4_evidence(ks, None, full, n_chains=20, n_boot=10)
     assert (e.part, rule_of(e), e.committed, e.table) == (
         "ks-gap",
         ("greater", 0.0, None),
@@ -184,11 +194,11 @@ def test_c7_4():
         dict(settings={"seed": s, "n_chains": 200}, ks=ks["ks"], gap=0.1, low=lo, high=0.2)
         for s, lo in ((1, 0.02), (2, -0.01))
     ]
-    e = ev.c7_4_evidence(ks, runs, FULL, n_chains=20, n_boot=10)
+    e = ev.c7_4_evidence(ks, runs, full, n_chains=20, n_boot=10)
     assert list(e.value) == [0.02, -0.01] and not passes(e)
     assert e.committed == "results/ch7_many_chains" and e.table.count("\n") == 4
     with pytest.raises(ValueError, match="empty"):
-        ev.c7_4_evidence(ks, [], FULL, n_chains=20, n_boot=10)
+        ev.c7_4_evidence(ks, [], full, n_chains=20, n_boot=10)
 
 
 def test_c7_5():
@@ -203,7 +213,7 @@ def test_c7_5():
 
 
 def cells(n_cells: int = 4, one_best: bool = True):
-    grid = [*CFG.scales, 0.25]
+    grid = [*SCALES, 0.25]
     out = []
     for i in range(n_cells):
         lppd = [0.1, 0.6, 1.0, 0.7, -0.5, 0.9 if i % 2 else 1.1]
@@ -222,10 +232,10 @@ def _ranked(cells_, mild=(0.5, 2.0)):
     )
 
 
-def test_c7_6():
+def test_c7_6(cfg, full):
     basis = cells()
     rk = _ranked(basis)
-    kw = dict(scales=CFG.scales, glorot=0.25, committed=True)
+    kw = dict(scales=cfg.scales, glorot=0.25, committed=True)
     glue, table = ev.rank_report(rk, **kw)
     assert (glue["glorot_worse"], glue["glorot_better"]) == (2, 2) and "depth" in table
     assert glue["rank1_lppd"] == 1.0 and "rk_LPPD_glorot_low" in glue
@@ -276,18 +286,18 @@ def test_c7_6():
     with pytest.raises(ValueError, match="scale 1"):
         ev.scale_one_last([dict(settings={"grid": [0.5]}, lppd=[1.0], rmse=[1.0])])
     assert "cells × 6 scales" in ev.scale_table(basis, cmp, n_chains=3)
-    assert ev.prior_settings_values(CFG, FULL)["full_depths_text"] == "1, 2"
+    assert ev.prior_settings_values(cfg, full)["full_depths_text"] == "1, 2"
 
 
-def test_notes_values(tmp_path):
-    values = ev.notes_values(CFG, FULL, root=None)
+def test_notes_values(tmp_path, cfg, full):
+    values = ev.notes_values(cfg, full, root=None)
     assert values["gpu_ks_gap_low"] == "(not run)" and values["full_chains_gpu"] == 2000
     path = tmp_path.joinpath(*ev.GPU_RECORDS)
     path.parent.mkdir(parents=True)
     path.write_text(
         '{"id": "C7.4", "value": 0.0123, "profile": "full", "status": "reproduced", "time": "t"}\n'
     )
-    assert ev.notes_values(CFG, FULL, root=tmp_path)["gpu_ks_gap_low"] == "0.0123"
+    assert ev.notes_values(cfg, full, root=tmp_path)["gpu_ks_gap_low"] == "0.0123"
 
 
 def test_c7_5_verdict_follows_the_catalogue_bound(catalogue_rules):

@@ -68,25 +68,33 @@ def test_kernel_marginals_gap_is_positive_when_inner_kernels_follow_the_prior():
     assert null["low"] < 0
 
 
-def tiny_cfg(results=None):
-    return SimpleNamespace(
-        dataset="energy",
-        split_seed=0,
-        hidden_many=(3, 3, 3),
-        prior_scale=1.0,
-        tuning_steps_many=40,
-        sampling_steps_many=20,
-        thinning=5,
-        n_orderings=3,
-        n_boot=20,
-        de_learning_rate=0.01,
-        de_weight_decay=0.005,
-        de_max_epochs=3,
-        de_batch_size=8,
-        de_patience=2,
-        many_seeds=(1, 2),
-        many_results=results,
-    )
+@pytest.fixture
+def tiny_cfg(make_cfg):
+    """A factory of chapter 7's quick settings with tiny many-chain budgets, committed to
+    ``results/<results>`` (None: no folder), and the given fields replaced."""
+
+    def make(results=None, **over):
+        return make_cfg(
+            dataset="energy",
+            split_seed=0,
+            hidden_many=(3, 3, 3),
+            prior_scale=1.0,
+            tuning_steps_many=40,
+            sampling_steps_many=20,
+            thinning=5,
+            n_orderings=3,
+            n_boot=20,
+            de_learning_rate=0.01,
+            de_weight_decay=0.005,
+            de_max_epochs=3,
+            de_batch_size=8,
+            de_patience=2,
+            many_seeds=(1, 2),
+            many_results=results,
+            **over,
+        )
+
+    return make
 
 
 def fake_split(name, seed, n_max=None):
@@ -99,7 +107,9 @@ def fake_split(name, seed, n_max=None):
 
 
 @pytest.mark.slow
-def test_seed_runs_are_written_read_back_and_committed_only_when_all_are_in(tmp_path, monkeypatch):
+def test_seed_runs_are_written_read_back_and_committed_only_when_all_are_in(
+    tmp_path, monkeypatch, tiny_cfg
+):
     monkeypatch.setattr(many_chains.data, "load_split", fake_split)
     monkeypatch.setattr(many_chains.parts, "results_dir", lambda: tmp_path)
     cfg = tiny_cfg("many")
@@ -123,7 +133,7 @@ def test_seed_runs_are_written_read_back_and_committed_only_when_all_are_in(tmp_
     assert many_chains.committed_seeds(tiny_cfg(None), 12) is None
 
 
-def test_a_seed_run_is_the_chapters_computation(monkeypatch):
+def test_a_seed_run_is_the_chapters_computation(monkeypatch, tiny_cfg):
     monkeypatch.setattr(many_chains.data, "load_split", fake_split)
     cfg = tiny_cfg()
     s = many_chains.seed_settings(cfg, 3, 12)
@@ -149,13 +159,13 @@ def test_a_seed_run_is_the_chapters_computation(monkeypatch):
     assert (out["gap"], out["low"], out["high"]) == (ks["gap"], ks["low"], ks["high"])
 
 
-def test_the_command_runs_seeds_and_resumes(tmp_path, monkeypatch, capsys):
+def test_the_command_runs_seeds_and_resumes(tmp_path, monkeypatch, capsys, tiny_cfg):
     from bnn_posteriors.cli import main as cli
 
     monkeypatch.setattr(many_chains.data, "load_split", fake_split)
-    cfg = tiny_cfg("many")
-    cfg.n_chains_many = cfg.n_chains_many_accelerator = 12
-    cfg.cache, cfg.profile = False, "full"
+    cfg = tiny_cfg(
+        "many", n_chains_many=12, n_chains_many_accelerator=12, cache=False, profile="full"
+    )
     monkeypatch.setattr(profiles, "settings", lambda chapter, profile=None: cfg)
     argv = ["many-chains", "--seeds", "4", "--out", str(tmp_path)]
     assert cli.main(argv) == 0

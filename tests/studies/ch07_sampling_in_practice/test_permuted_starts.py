@@ -73,8 +73,8 @@ def tiny_split():
     )
 
 
-def test_ensemble_settings_reads_the_de_keys():
-    cfg = SimpleNamespace(
+def test_ensemble_settings_reads_the_de_keys(make_cfg):
+    cfg = make_cfg(
         de_learning_rate=0.1, de_weight_decay=0.2, de_max_epochs=3, de_batch_size=8, de_patience=2
     )
     assert permuted_starts.ensemble_settings(cfg) == dict(

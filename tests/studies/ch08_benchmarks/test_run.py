@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -144,39 +145,6 @@ def _fake_split(n=40, d=2, seed=0):
     )
 
 
-CFG = {
-    "seed": 3,
-    "widths_hidden": (4,),
-    "prior_scale": 1.0,
-    "map_steps": 30,
-    "map_learning_rate": 0.01,
-    "map_weight_decay": 1e-4,
-    "map_sigma": 0.1,
-    "ggn_sigma": 1.0,
-    "aleatoric_var": 0.1,
-    "mfvi_noise": 0.1,
-    "mfvi_steps": 30,
-    "mfvi_learning_rate": 0.01,
-    "mfvi_particles": 1,
-    "mfvi_init_scale": 0.1,
-    "mfvi_pred_samples": 10,
-    "de_members": 2,
-    "de_learning_rate": 0.01,
-    "de_weight_decay": 0.005,
-    "de_max_epochs": 3,
-    "de_batch_size": 8,
-    "de_patience": 2,
-    "de_noise": 1.0,
-    "bde_chains": 2,
-    "tuning_steps": 20,
-    "sampling_steps": 10,
-    "thinning": 2,
-    "mile_resumable": False,
-    "datasets": ("airfoil",),
-    "splits": (1,),
-}
-
-
 @pytest.fixture
 def fake_data(monkeypatch, tmp_path):
     monkeypatch.setattr(benchmark.data, "load_split", lambda name, seed, n_max=None: _fake_split())
@@ -184,7 +152,7 @@ def fake_data(monkeypatch, tmp_path):
     return tmp_path
 
 
-def test_run_unit_is_cached_and_recomputes_a_corrupt_file(fake_data, monkeypatch):
+def test_run_unit_is_cached_and_recomputes_a_corrupt_file(fake_data, monkeypatch, cfg):
     calls = []
 
     def fake(key, split, s):
@@ -192,43 +160,44 @@ def test_run_unit_is_cached_and_recomputes_a_corrupt_file(fake_data, monkeypatch
         return {"laplace": {"lppd": 0.25, "rmse": 0.5}}
 
     monkeypatch.setitem(benchmark._COMPUTE, "laplace", fake)
-    first = benchmark.run_unit("airfoil", 1, "laplace", CFG)
+    first = benchmark.run_unit("airfoil", 1, "laplace", cfg)
     assert first["metrics"]["laplace"]["lppd"] == 0.25 and not first["cached"]
-    second = benchmark.run_unit("airfoil", 1, "laplace", CFG)
+    second = benchmark.run_unit("airfoil", 1, "laplace", cfg)
     assert second["cached"] and len(calls) == 1
     assert second["wall_s"] == first["wall_s"]
-    parts = benchmark.unit_parts("airfoil", 1, "laplace", CFG)
+    parts = benchmark.unit_parts("airfoil", 1, "laplace", cfg.as_dict())
     path = cache.unit_path("ch8-laplace", parts, version=benchmark.UNIT_VERSIONS["laplace"])
     path.write_bytes(b"corrupt")
     with pytest.warns(cache.CacheWarning):
-        third = benchmark.run_unit("airfoil", 1, "laplace", CFG)
+        third = benchmark.run_unit("airfoil", 1, "laplace", cfg)
     assert not third["cached"] and len(calls) == 2
     # another split or another budget is another unit
-    benchmark.run_unit("airfoil", 2, "laplace", CFG)
-    benchmark.run_unit("airfoil", 1, "laplace", {**CFG, "map_steps": 31})
+    benchmark.run_unit("airfoil", 2, "laplace", cfg)
+    benchmark.run_unit("airfoil", 1, "laplace", dataclasses.replace(cfg, map_steps=31))
     assert len(calls) == 4
 
 
-def test_unit_parts_validation():
+def test_unit_parts_validation(cfg):
+    values = cfg.as_dict()
     with pytest.raises(ValueError, match="unit must be"):
-        benchmark.unit_parts("airfoil", 1, "nuts", CFG)
+        benchmark.unit_parts("airfoil", 1, "nuts", values)
     with pytest.raises(ValueError, match="unknown data set"):
-        benchmark.unit_parts("nope", 1, "mfvi", CFG)
+        benchmark.unit_parts("nope", 1, "mfvi", values)
     with pytest.raises(ValueError, match="split must be"):
-        benchmark.unit_parts("airfoil", -1, "mfvi", CFG)
+        benchmark.unit_parts("airfoil", -1, "mfvi", values)
     with pytest.raises(ValueError, match="lack"):
         benchmark.unit_parts("airfoil", 1, "mfvi", {"seed": 1})
-    parts = benchmark.unit_parts("airfoil", 1, "mfvi", {**CFG, "n_max": {"airfoil": 100}})
+    parts = benchmark.unit_parts("airfoil", 1, "mfvi", {**values, "n_max": {"airfoil": 100}})
     assert parts["n_max"] == 100 and "map_steps" not in parts
 
 
-def test_run_table_writes_and_reads_results(fake_data, monkeypatch):
+def test_run_table_writes_and_reads_results(fake_data, monkeypatch, cfg):
     def fake(key, split, s):
         return {"mfvi": {"lppd": float(jax.random.normal(key)), "rmse": 0.3}}
 
     monkeypatch.setitem(benchmark._COMPUTE, "mfvi", fake)
     out = fake_data / "results"
-    rows = benchmark.run_table(CFG, splits=(1, 2), units=("mfvi",), results_dir=out, progress=False)
+    rows = benchmark.run_table(cfg, splits=(1, 2), units=("mfvi",), results_dir=out, progress=False)
     assert [r["split"] for r in rows] == [1, 2]
     record = json.loads(benchmark.result_path(out, "airfoil", 2, "mfvi").read_text())
     assert {"provenance", "settings", "wall_s", "metrics"} <= set(record)
@@ -240,19 +209,19 @@ def test_run_table_writes_and_reads_results(fake_data, monkeypatch):
     stamp = path.stat().st_mtime_ns
     monkeypatch.setitem(benchmark._COMPUTE, "mfvi", lambda *a: pytest.fail("recomputed"))
     again = benchmark.run_table(
-        CFG, splits=(1, 2), units=("mfvi",), results_dir=out, progress=False, skip_existing=True
+        cfg, splits=(1, 2), units=("mfvi",), results_dir=out, progress=False, skip_existing=True
     )
     assert all(r["cached"] for r in again) and path.stat().st_mtime_ns == stamp
     assert [r["metrics"] for r in again] == [r["metrics"] for r in rows]
     with pytest.raises(ValueError, match="unknown unit"):
-        benchmark.run_table(CFG, units=("nuts",), progress=False)
+        benchmark.run_table(cfg, units=("nuts",), progress=False)
 
 
 @pytest.mark.slow
-def test_real_units_on_a_tiny_problem(fake_data):
+def test_real_units_on_a_tiny_problem(fake_data, cfg):
     """Laplace, MFVI and MILE units end to end on 40 points with tiny budgets."""
     for unit, methods in benchmark.METHODS_OF_UNIT.items():
-        row = benchmark.run_unit("airfoil", 1, unit, CFG)
+        row = benchmark.run_unit("airfoil", 1, unit, cfg)
         assert set(methods) <= set(row["metrics"])
         for method in methods:
             scores = row["metrics"][method]
@@ -262,10 +231,10 @@ def test_real_units_on_a_tiny_problem(fake_data):
 
 
 @pytest.mark.slow
-def test_resumable_mile_unit_caches_its_chains_and_matches_the_one_program(fake_data):
+def test_resumable_mile_unit_caches_its_chains_and_matches_the_one_program(fake_data, cfg):
     """The full profile's chunked MILE (per-chain cache, progress) draws the same chains."""
-    whole = benchmark.run_unit("airfoil", 1, "mile", CFG)
-    resumable = {**CFG, "mile_resumable": True}
+    whole = benchmark.run_unit("airfoil", 1, "mile", cfg)
+    resumable = dataclasses.replace(cfg, mile_resumable=True)
     chunked = benchmark.run_unit("airfoil", 1, "mile", resumable, progress=True)
     assert not chunked["cached"]  # mile_resumable is part of the unit's key
     names = {p.name.split("-")[1] for p in (fake_data / "cache").rglob("mile-*")}
@@ -273,18 +242,22 @@ def test_resumable_mile_unit_caches_its_chains_and_matches_the_one_program(fake_
     a, b = (np.asarray(r["metrics"]["bde10"]["lppd_chains"]) for r in (whole, chunked))
     # same keys; round-off of the two compiled programs differs (20 + 10 steps)
     np.testing.assert_allclose(a, b, rtol=1e-3)
-    other_key = benchmark.run_unit("airfoil", 1, "mile", {**resumable, "seed": CFG["seed"] + 1})
+    other_key = benchmark.run_unit(
+        "airfoil", 1, "mile", dataclasses.replace(resumable, seed=cfg.seed + 1)
+    )
     assert np.max(np.abs(np.asarray(other_key["metrics"]["bde10"]["lppd_chains"]) - b)) > 1e-3
 
 
-@pytest.mark.slow
-def test_as_mapping_reads_settings_a_mapping_or_a_namespace():
-    from types import SimpleNamespace
-
+def test_a_units_settings_are_the_parts_of_the_chapters_settings(fake_data, monkeypatch):
+    """run_unit takes the chapter's settings; its cache key and the settings of its part are
+    :func:`unit_parts` of their fields (as_dict), the form of the committed parts."""
     from bnn_posteriors.site import profiles
 
-    cfg = profiles.settings("08_benchmarks", "quick")
-    read = benchmark.as_mapping(cfg)
-    assert read["datasets"] == cfg.datasets and read["seed"] == cfg.seed
-    assert benchmark.as_mapping({"seed": 1}) == {"seed": 1}
-    assert benchmark.as_mapping(SimpleNamespace(seed=2)) == {"seed": 2}
+    monkeypatch.setitem(
+        benchmark._COMPUTE, "laplace", lambda key, split, s: {"laplace": {"lppd": 0.0}}
+    )
+    quick = profiles.settings("08_benchmarks", "quick")
+    row = benchmark.run_unit("airfoil", 1, "laplace", quick)
+    assert row["settings"] == benchmark.unit_parts("airfoil", 1, "laplace", quick.as_dict())
+    assert row["settings"]["seed"] == quick.seed
+    assert row["settings"]["map_steps"] == quick.map_steps

@@ -1,12 +1,28 @@
-"""Fixtures shared by chapter 9's study tests: a tiny float64 toy fit (no data files)."""
+"""Fixtures shared by chapter 9's study tests: its settings and a tiny float64 toy fit (no
+data files)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import jax
 import numpy as np
 import pytest
 
+from bnn_posteriors.site import profiles
 from bnn_posteriors.studies.ch09_ggn_null_space import study
+
+
+@pytest.fixture(scope="session")
+def make_cfg():
+    """A factory: ``profiles.settings(chapter, "quick")`` with the given fields replaced
+    (``dataclasses.replace``); chapter 9's unless ``chapter`` names another (the tie back
+    takes chapter 6's)."""
+
+    def make(chapter="09_ggn_null_space", **over):
+        return dataclasses.replace(profiles.settings(chapter, "quick"), **over)
+
+    return make
 
 
 @pytest.fixture(scope="module")

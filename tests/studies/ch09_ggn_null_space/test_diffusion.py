@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import types
 
 import jax
 import matplotlib
@@ -15,22 +14,26 @@ from bnn_posteriors.studies.ch09_ggn_null_space import diffusion, figures
 
 matplotlib.use("Agg")
 
-CFG = types.SimpleNamespace(
-    activation="tanh",
-    map_prior_precision=1.0,
-    map_learning_rate=1e-2,
-    map_steps=300,
-    pred_samples=20,
-    kernel_rtol=1e-6,
-    diffusion_steps=3,
-    diffusion_samples=12,
-    diffusion_max_rank=1000,
-)
+
+@pytest.fixture(scope="module")
+def cfg(make_cfg):
+    """Chapter 9's quick settings with the tiny budgets of the toy's diffusion."""
+    return make_cfg(
+        activation="tanh",
+        map_prior_precision=1.0,
+        map_learning_rate=1e-2,
+        map_steps=300,
+        pred_samples=20,
+        kernel_rtol=1e-6,
+        diffusion_steps=3,
+        diffusion_samples=12,
+        diffusion_max_rank=1000,
+    )
 
 
 @pytest.fixture(scope="module")
-def toy(tiny_toy_fit):
-    return tiny_toy_fit(CFG, (8, 8))
+def toy(tiny_toy_fit, cfg):
+    return tiny_toy_fit(cfg, (8, 8))
 
 
 def _passes(ev: Evidence) -> bool:
@@ -45,18 +48,18 @@ def test_diffusion_rank_counts_eigenvalues_above_delta(toy):
 
 
 @pytest.fixture(scope="module")
-def projected(toy):
+def projected(toy, cfg):
     grid = np.linspace(-3, 3, 7)[:, None]
-    return grid, diffusion.diffusion_study([toy], jax.random.PRNGKey(1), CFG, grid)
+    return grid, diffusion.diffusion_study([toy], jax.random.PRNGKey(1), cfg, grid)
 
 
 @pytest.mark.slow
-def test_diffusion_study_scores_every_method_and_the_grid(toy, projected):
+def test_diffusion_study_scores_every_method_and_the_grid(toy, projected, cfg):
     grid, result = projected
     scores = result["scores"]["toy"]
     assert set(scores) == {(m, p) for m in diffusion.METHODS for p in ("train", "test")}
     assert result["grid_mean"].shape == result["grid_sd"].shape == (7,)
-    evidence = diffusion.diffusion_evidence(result, CFG)
+    evidence = diffusion.diffusion_evidence(result, cfg)
     assert [e.claim for e in evidence] == ["C9.4", "C9.4"]
     assert "Laplace diffusion" in evidence[0].table
     tr = scores[("Laplace diffusion", "train")][1] - scores[("sampled LA", "train")][1]
@@ -74,16 +77,16 @@ def test_diffusion_study_scores_every_method_and_the_grid(toy, projected):
 
 
 @pytest.mark.slow
-def test_unprojected_steps_underfit(toy, projected):
+def test_unprojected_steps_underfit(toy, projected, cfg):
     """The broken input: without the projection the diffusion carries the prior's variance
     along the kernel, and its training NLL rises far above the projected diffusion's."""
     proj = projected[1]["scores"]["toy"]
-    broken = diffusion.diffusion_study([toy], jax.random.PRNGKey(1), CFG, project=False)
+    broken = diffusion.diffusion_study([toy], jax.random.PRNGKey(1), cfg, project=False)
     broken = broken["scores"]["toy"]
     assert broken[("Laplace diffusion", "train")][1] > proj[("Laplace diffusion", "train")][1] + 1
 
 
-def test_evidence_fails_when_the_diffusion_is_no_better_than_sampled_la():
+def test_evidence_fails_when_the_diffusion_is_no_better_than_sampled_la(cfg):
     same = {(m, p): (0.5, 1.0) for m in diffusion.METHODS for p in ("train", "test")}
     worse = {
         **same,
@@ -92,7 +95,7 @@ def test_evidence_fails_when_the_diffusion_is_no_better_than_sampled_la():
     }
     for scores in (same, worse):
         result = {"scores": {"toy": scores}, "ranks": {"toy": 3}}
-        nll, lppd = diffusion.diffusion_evidence(result, CFG)
+        nll, lppd = diffusion.diffusion_evidence(result, cfg)
         assert (nll.part, lppd.part) == ("train-nll", "test-lppd")
         assert not _passes(nll) and not _passes(lppd)
     better = {
@@ -100,14 +103,14 @@ def test_evidence_fails_when_the_diffusion_is_no_better_than_sampled_la():
         ("Laplace diffusion", "train"): (0.4, 0.5),
         ("Laplace diffusion", "test"): (0.4, 0.8),
     }
-    nll, lppd = diffusion.diffusion_evidence({"scores": {"toy": better}, "ranks": {"toy": 3}}, CFG)
+    nll, lppd = diffusion.diffusion_evidence({"scores": {"toy": better}, "ranks": {"toy": 3}}, cfg)
     assert _passes(nll) and _passes(lppd)
 
 
 @pytest.mark.slow
-def test_a_fit_above_the_rank_cap_is_left_out_and_named(toy, monkeypatch):
+def test_a_fit_above_the_rank_cap_is_left_out_and_named(toy, monkeypatch, cfg):
     k = diffusion.diffusion_rank(toy)
-    at_k = types.SimpleNamespace(**{**vars(CFG), "diffusion_max_rank": k})
+    at_k = dataclasses.replace(cfg, diffusion_max_rank=k)
     wide = dataclasses.replace(toy, name="wide")
     rank = diffusion.diffusion_rank
     monkeypatch.setattr(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import types
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -15,26 +13,31 @@ from bnn_posteriors.inference import ggn_null_space as ns
 from bnn_posteriors.studies.ch06_metricbnn import experiments as ch6
 from bnn_posteriors.studies.ch09_ggn_null_space import study, tie_back
 
-CFG6 = types.SimpleNamespace(
-    uci_hidden=(4,),
-    prior_precision=1.0,
-    uci_map_steps=50,
-    map_learning_rate=1e-2,
-    pred_samples=6,
-    uci_steps=3,
-    uci_drift=0.1,
-    uci_ae_updates=2,
-    refine_learning_rate=1e-3,
-    num_refine=2,
-    num_particles=2,
-    latent_dim=2,
-    ae_hidden=(8,),
-    ae_batch=4,
-    ae_learning_rate=1e-3,
-    lam_plus=1.0,
-    lam_minus=1.0,
-    ae_components=3,
-)
+
+@pytest.fixture(scope="module")
+def cfg6(make_cfg):
+    """Chapter 6's quick settings (the tie back's) with tiny UCI budgets."""
+    return make_cfg(
+        "06_metricbnn",
+        uci_hidden=(4,),
+        prior_precision=1.0,
+        uci_map_steps=50,
+        map_learning_rate=1e-2,
+        pred_samples=6,
+        uci_steps=3,
+        uci_drift=0.1,
+        uci_ae_updates=2,
+        refine_learning_rate=1e-3,
+        num_refine=2,
+        num_particles=2,
+        latent_dim=2,
+        ae_hidden=(8,),
+        ae_batch=4,
+        ae_learning_rate=1e-3,
+        lam_plus=1.0,
+        lam_minus=1.0,
+        ae_components=3,
+    )
 
 
 def _classes(name, seed):
@@ -78,10 +81,10 @@ def test_kernel_split_of_a_linear_model_has_no_kernel_change():
 
 
 @pytest.mark.slow
-def test_kernel_split_is_c92s_split():
+def test_kernel_split_is_c92s_split(make_cfg):
     rng = np.random.default_rng(1)
     x = rng.uniform(-2, 2, (12, 1))
-    cfg = types.SimpleNamespace(
+    cfg = make_cfg(
         map_prior_precision=1.0,
         activation="tanh",
         map_steps=100,
@@ -108,21 +111,21 @@ def test_kernel_split_is_c92s_split():
 
 
 @pytest.mark.slow
-def test_uci_samples_gives_chapter_6s_test_nlls(fake_uci):
+def test_uci_samples_gives_chapter_6s_test_nlls(fake_uci, cfg6):
     key = jax.random.PRNGKey(2)
-    run = tie_back.uci_samples("glass", 0, key, CFG6)
-    walk = ch6.walker(CFG6)
+    run = tie_back.uci_samples("glass", 0, key, cfg6)
+    walk = ch6.walker(cfg6)
     reference = ch6.uci_run(
         "glass",
         0,
         key,
-        hidden=CFG6.uci_hidden,
-        prior_precision=CFG6.prior_precision,
-        map_steps=CFG6.uci_map_steps,
-        map_learning_rate=CFG6.map_learning_rate,
-        num_samples=CFG6.pred_samples,
+        hidden=cfg6.uci_hidden,
+        prior_precision=cfg6.prior_precision,
+        map_steps=cfg6.uci_map_steps,
+        map_learning_rate=cfg6.map_learning_rate,
+        num_samples=cfg6.pred_samples,
         walk_fn=lambda *a, **k: walk(
-            *a, num_steps=CFG6.uci_steps, drift=CFG6.uci_drift, ae_updates=CFG6.uci_ae_updates, **k
+            *a, num_steps=cfg6.uci_steps, drift=cfg6.uci_drift, ae_updates=cfg6.uci_ae_updates, **k
         ),
     )
     for method in ("MAP", "LA", "Lin LA", "MetricBNN"):
@@ -132,8 +135,8 @@ def test_uci_samples_gives_chapter_6s_test_nlls(fake_uci):
 
 
 @pytest.mark.slow
-def test_tie_back_study_and_evidence(fake_uci):
-    result = tie_back.tie_back_study(jax.random.PRNGKey(3), CFG6, names=("glass",), seed=0)
+def test_tie_back_study_and_evidence(fake_uci, cfg6):
+    result = tie_back.tie_back_study(jax.random.PRNGKey(3), cfg6, names=("glass",), seed=0)
     r = result["glass"]
     assert r["rank"] <= min(r["NO"], r["P"])
     for sampler in tie_back.SAMPLERS:
@@ -185,15 +188,15 @@ def test_the_catalogues_bound_decides_the_tie_back(catalogue_rules):
     assert not _passes(ev)
 
 
-def test_tie_back_study_rejects_bad_input():
+def test_tie_back_study_rejects_bad_input(cfg6):
     key = jax.random.PRNGKey(0)
     with pytest.raises(ValueError, match="UCI sets"):
-        tie_back.tie_back_study(key, CFG6, names=("yacht",))
+        tie_back.tie_back_study(key, cfg6, names=("yacht",))
     with pytest.raises(ValueError, match="kernel_rtol"):
-        tie_back.tie_back_study(key, CFG6, kernel_rtol=0.0)
+        tie_back.tie_back_study(key, cfg6, kernel_rtol=0.0)
     jax.config.update("jax_enable_x64", False)
     try:
         with pytest.raises(ValueError, match="float64"):
-            tie_back.tie_back_study(key, CFG6)
+            tie_back.tie_back_study(key, cfg6)
     finally:
         jax.config.update("jax_enable_x64", True)

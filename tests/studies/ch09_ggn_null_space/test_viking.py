@@ -16,32 +16,36 @@ from bnn_posteriors.studies.ch09_ggn_null_space import viking as vs
 
 matplotlib.use("Agg")
 
-CFG = types.SimpleNamespace(
-    rank_widths=(2, 4, 2),
-    activation="tanh",
-    map_prior_precision=1.0,
-    map_learning_rate=1e-2,
-    map_steps=300,
-    pred_samples=20,
-    kernel_rtol=1e-6,
-    vk_kl_points=3,
-    vk_kl_scales=((1.0, 1.0, 0.1), (0.3, 2.0, 0.05)),
-    vk_steps=100,
-    vk_optimiser="adam",
-    vk_learning_rate=1e-2,
-    vk_mc_samples=4,
-    vk_mfvi_steps=100,
-    vk_mfvi_learning_rate=1e-2,
-    vk_mbnn_steps=5,
-    vk_mbnn_drift=1e-3,
-    vk_mbnn_ae_updates=5,
-    vk_class_kl_weight=0.1,
-    vk_class_optimiser="radam",
-    vk_class_learning_rate=1e-3,
-    mnist_hidden=(16, 16),
-    mnist_n_train=100,
-    mnist_n_test=1000,
-)
+
+@pytest.fixture(scope="module")
+def cfg(make_cfg):
+    """Chapter 9's quick settings with the tiny budgets of the VIKING study."""
+    return make_cfg(
+        rank_widths=(2, 4, 2),
+        activation="tanh",
+        map_prior_precision=1.0,
+        map_learning_rate=1e-2,
+        map_steps=300,
+        pred_samples=20,
+        kernel_rtol=1e-6,
+        vk_kl_points=3,
+        vk_kl_scales=((1.0, 1.0, 0.1), (0.3, 2.0, 0.05)),
+        vk_steps=100,
+        vk_optimiser="adam",
+        vk_learning_rate=1e-2,
+        vk_mc_samples=4,
+        vk_mfvi_steps=100,
+        vk_mfvi_learning_rate=1e-2,
+        vk_mbnn_steps=5,
+        vk_mbnn_drift=1e-3,
+        vk_mbnn_ae_updates=5,
+        vk_class_kl_weight=0.1,
+        vk_class_optimiser="radam",
+        vk_class_learning_rate=1e-3,
+        mnist_hidden=(16, 16),
+        mnist_n_train=100,
+        mnist_n_test=1000,
+    )
 
 
 def _passes(ev) -> bool:
@@ -49,9 +53,9 @@ def _passes(ev) -> bool:
 
 
 @pytest.fixture(scope="module")
-def toy(tiny_toy_fit):
-    f = tiny_toy_fit(CFG, (8,))
-    return f, vs.fit_posterior(f, jax.random.PRNGKey(1), CFG)
+def toy(tiny_toy_fit, cfg):
+    f = tiny_toy_fit(cfg, (8,))
+    return f, vs.fit_posterior(f, jax.random.PRNGKey(1), cfg)
 
 
 def test_dense_kl_is_zero_at_the_prior_and_checks_its_input():
@@ -64,8 +68,8 @@ def test_dense_kl_is_zero_at_the_prior_and_checks_its_input():
 
 
 @pytest.mark.slow
-def test_kl_study_and_evidence(toy):
-    result = vs.kl_study(jax.random.PRNGKey(0), CFG)
+def test_kl_study_and_evidence(toy, cfg):
+    result = vs.kl_study(jax.random.PRNGKey(0), cfg)
     assert result["R"] == result["P"] - 6  # N·O = 6 < P = 22
     ev = vs.kl_evidence(result)
     assert _passes(ev) and ev.part == "closed-form-kl"
@@ -101,14 +105,14 @@ def test_band_study_and_figure(toy):
         figures.viking_band(f, grid, band["mean"][:3], band["sd_kernel"], band["sd_image"])
 
 
-def test_fit_posterior_uses_each_examples_optimiser_and_beta(monkeypatch):
+def test_fit_posterior_uses_each_examples_optimiser_and_beta(monkeypatch, cfg):
     """Regression: the authors' sinusoid.py (Adam 1e-2, β = 1); classes: their mnist.py
     (RAdam 1e-3, β = 0.1), each from the settings."""
     seen = []
     monkeypatch.setattr(vs.vk, "fit_viking", lambda *a, **kw: seen.append(kw))
     base = dict(model_fn=None, theta=None, x=None, y=None, noise_scale=0.3)
     for likelihood in ("gaussian", "categorical"):
-        vs.fit_posterior(types.SimpleNamespace(**base, likelihood=likelihood), None, CFG)
+        vs.fit_posterior(types.SimpleNamespace(**base, likelihood=likelihood), None, cfg)
     regression, classes = seen
     assert (regression["optimiser"], regression["learning_rate"], regression["kl_weight"]) == (
         "adam",
@@ -123,23 +127,23 @@ def test_fit_posterior_uses_each_examples_optimiser_and_beta(monkeypatch):
 
 
 @pytest.mark.slow
-def test_comparison_and_evidence(toy):
+def test_comparison_and_evidence(toy, cfg):
     f, post = toy
-    scores = vs.comparison([f], [post], jax.random.PRNGKey(3), CFG)
+    scores = vs.comparison([f], [post], jax.random.PRNGKey(3), cfg)
     assert set(scores["toy"]) == set(vs.METHODS)
     assert all(
         set(v) == {"NLL", "RMSE"} and np.isfinite(list(v.values())).all()
         for v in scores["toy"].values()
     )
-    evs = vs.comparison_evidence(scores, [post], CFG)
+    evs = vs.comparison_evidence(scores, [post], cfg)
     assert len(evs) == 1 and "test NLL" in evs[0].table
     nlls = {"VIKING": 0.5, "mean-field VI": 0.9, "linearised LA": 0.55, "MetricBNN": 1.0}
     good = {"toy": {m: {"NLL": v, "RMSE": 0.3} for m, v in nlls.items()}}
-    (ok,) = vs.comparison_evidence(good, [post], CFG)
+    (ok,) = vs.comparison_evidence(good, [post], cfg)
     assert _passes(ok) and ok.says.startswith("VIKING's test NLL is within 0.1 nats")
     assert "lowest of the four on toy" in ok.says and ok.glue["ch9_vk_says"] == ok.says
     bad = {"toy": {**good["toy"], "VIKING": {"NLL": 1.2, "RMSE": 0.3}}}  # worse than every one
-    (ko,) = vs.comparison_evidence(bad, [post], CFG)
+    (ko,) = vs.comparison_evidence(bad, [post], cfg)
     assert not _passes(ko)
     assert "more than 0.1 nats above the best baseline on toy (+0.65)" in ko.says
 
@@ -153,11 +157,10 @@ def test_nll_margin_text_follows_the_measured_gaps():
 
 
 @pytest.mark.slow
-def test_comparison_scores_a_classifier_by_nll_ece_and_accuracy():
+def test_comparison_scores_a_classifier_by_nll_ece_and_accuracy(cfg):
     rng = np.random.default_rng(0)
     x, xt = rng.normal(size=(12, 3)), rng.normal(size=(8, 3))
     y, yt = np.arange(12) % 3, np.arange(8) % 3
-    cfg = CFG
     jax.config.update("jax_enable_x64", True)
     try:
         f = study.fit(

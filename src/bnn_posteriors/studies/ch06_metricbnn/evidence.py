@@ -18,6 +18,7 @@ from bnn_posteriors.data import loaders as data
 from bnn_posteriors.evaluation import metrics
 from bnn_posteriors.evaluation.predictive import entropy
 from bnn_posteriors.site import tables
+from bnn_posteriors.site.settings_classes import MetricBNNSettings
 from bnn_posteriors.studies.ch06_metricbnn import experiments
 from bnn_posteriors.studies.ch06_metricbnn.snelson import LEVEL, summary_table
 
@@ -41,7 +42,9 @@ def _rows(values: dict, fmt: str = ".4g") -> str:
     )
 
 
-def c6_1(c61: dict, n_solutions: int, cfg) -> tuple[Evidence, Evidence, Evidence]:
+def c6_1(
+    c61: dict, n_solutions: int, cfg: MetricBNNSettings
+) -> tuple[Evidence, Evidence, Evidence]:
     """C6.1: the walk's solutions keep the MAP's loss, the refinement removes the control's
     rise, and (further finding) the solutions' low dimension.
 
@@ -96,7 +99,7 @@ def c6_1(c61: dict, n_solutions: int, cfg) -> tuple[Evidence, Evidence, Evidence
     return band, refinement, low_dimension
 
 
-def c6_2(ratios: dict, cfg, lin_maps: int = 1) -> tuple[Evidence, Evidence]:
+def c6_2(ratios: dict, cfg: MetricBNNSettings, lin_maps: int = 1) -> tuple[Evidence, Evidence]:
     """C6.2: the MetricBNN samples widen in the gap more than the sampled LA; further
     finding (gated on ``lin_maps`` ≥ ``cfg.lin_gap_min_maps``): more than the linearised LA.
 
@@ -139,7 +142,7 @@ def c6_2(ratios: dict, cfg, lin_maps: int = 1) -> tuple[Evidence, Evidence]:
 
 
 def c6_3_and_c6_4(
-    per_map: dict, summaries: dict, cfg, committed: str | None
+    per_map: dict, summaries: dict, cfg: MetricBNNSettings, committed: str | None
 ) -> tuple[Evidence, Evidence]:
     """C6.3 (the latent posterior's gap NLL below the Gaussian's) and C6.4 (low-loss decoded
     samples, straight latent trajectories), decided on the deciding MAPs' intervals.
@@ -233,7 +236,7 @@ def banana_scores(probs: dict, y_test) -> dict:
     }
 
 
-def c6_5(probs: dict, y_test, cfg) -> tuple[Evidence, ...]:
+def c6_5(probs: dict, y_test, cfg: MetricBNNSettings) -> tuple[Evidence, ...]:
     """C6.5, "more calibrated ... than Laplace-based approaches, particularly in
     high-uncertainty regions", in three parts:
 
@@ -508,7 +511,7 @@ def c6_7(mnist: dict, mnist_full: dict, rows: list, committed: str | None):
 
 
 def c6_8(
-    rows: dict, terms: list, summary: dict, accuracy: dict, cfg
+    rows: dict, terms: list, summary: dict, accuracy: dict, cfg: MetricBNNSettings
 ) -> tuple[Evidence, Evidence, Evidence]:
     """C6.8 on its whole sentence, two parts and a further finding:
 

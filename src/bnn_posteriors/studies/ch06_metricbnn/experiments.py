@@ -29,6 +29,7 @@ from bnn_posteriors.evaluation import cost, metrics
 from bnn_posteriors.evaluation.predictive import class_probs
 from bnn_posteriors.inference import laplace, map_estimate, metricbnn
 from bnn_posteriors.models import cnn, nets
+from bnn_posteriors.site.settings_classes import MetricBNNSettings
 from bnn_posteriors.store import cache as unit_cache
 from bnn_posteriors.util.streams import name_word
 
@@ -61,7 +62,7 @@ APP_A = {"uci_epochs": 1000, "uci_batch": 32}  # [MBNN] App. A's training of the
 NUM_KEYS = 64  # the chapter splits its root key this many ways
 
 
-def chapter_keys(root_key, cfg) -> dict:
+def chapter_keys(root_key, cfg: MetricBNNSettings) -> dict:
     """The chapter's keys by use: the 64-way split of ``root_key`` taken in order.
 
     "map", "walk" (Snelson's MAP and walk), "la", "gaussian", "samples", "posterior" (the
@@ -95,7 +96,7 @@ def chapter_keys(root_key, cfg) -> dict:
     return keys
 
 
-def walker(cfg) -> Callable:
+def walker(cfg: MetricBNNSettings) -> Callable:
     """Alg. 1, phases 1 and 2, with App. A's settings of ``cfg`` bound
     (:func:`metricbnn.walk_and_embed`); the call gives the key, loss, θ* and the budgets."""
     return partial(
@@ -405,7 +406,7 @@ def uci_probs(fit: UciFit, x) -> dict:
     return out
 
 
-def uci_settings(cfg, walk) -> dict:
+def uci_settings(cfg: MetricBNNSettings, walk) -> dict:
     """The keywords of :func:`uci_fit` from the chapter's settings ``cfg`` (``uci_hidden``,
     ``prior_precision``, ``uci_map_steps``, ``map_learning_rate``, ``pred_samples``) and
     ``walk`` (:func:`walker`) with ``uci_steps``, ``uci_drift``, ``uci_ae_updates`` bound."""
@@ -437,7 +438,7 @@ def uci_run(name: str, seed: int, rng_key, **settings) -> dict:
     }
 
 
-def uci_runs(keys, cfg, walk) -> dict:
+def uci_runs(keys, cfg: MetricBNNSettings, walk) -> dict:
     """:func:`uci_run` on every split ``cfg.uci_seeds`` of every set of
     ``data.UCI_CLASSIFICATION`` (:func:`uci_settings` of ``cfg`` and ``walk``), with one key
     each (data sets outer). Returns data set → list of runs (one per split)."""
@@ -537,7 +538,9 @@ def banana_predictives(
     }
 
 
-def banana_run(keys, x_train, y_train, x_test, cfg, walk) -> tuple[dict, np.ndarray, float]:
+def banana_run(
+    keys, x_train, y_train, x_test, cfg: MetricBNNSettings, walk
+) -> tuple[dict, np.ndarray, float]:
     """:func:`banana_predictives` on a 61 × 61 grid over [-4.5, 4.5]², on a ring of radius
     ``cfg.ring_radius`` × the training data's largest radius (200 points) and on the test
     points. Returns ``(probabilities, grid axis (61,), ring radius)``: "grid", "ring" and
@@ -567,7 +570,7 @@ def banana_run(keys, x_train, y_train, x_test, cfg, walk) -> tuple[dict, np.ndar
     return probs, g, radius
 
 
-def mnist_study(keys, x_train, y_train, x_test, y_test, cfg, walk) -> dict:
+def mnist_study(keys, x_train, y_train, x_test, y_test, cfg: MetricBNNSettings, walk) -> dict:
     """:func:`mnist_run` on the first ``cfg.mnist_n_train`` training images. Returns
     ``{"nll", "seconds", "num_params", "n_train", "n_test"}``."""
     x = jnp.asarray(x_train[: cfg.mnist_n_train], jnp.float32)
@@ -768,7 +771,7 @@ def flops_crossing(
     return {**out, "size": float(hi), "la": la_total, "metricbnn": la_total - float(gap(hi))}
 
 
-def depth_accuracy(keys, problem: GapRegression, cfg, walk) -> dict:
+def depth_accuracy(keys, problem: GapRegression, cfg: MetricBNNSettings, walk) -> dict:
     """[MBNN] Fig. 5's accuracy against depth (C6.8, "while preserving accuracy"): for each
     depth of ``cfg.depths`` (with its key of ``keys``), a tanh MLP 1 → width^depth → 1
     (``cfg.depth_width``) trained to its MAP on ``problem``'s data, its sampled LA (full GGN,
@@ -839,7 +842,7 @@ def depth_accuracy(keys, problem: GapRegression, cfg, walk) -> dict:
     return rows
 
 
-def cost_study(keys, problem: GapRegression, cfg) -> tuple[dict, list]:
+def cost_study(keys, problem: GapRegression, cfg: MetricBNNSettings) -> tuple[dict, list]:
     """:func:`cost.flops_against_depth` on Snelson's data at the depths ``cfg.depths`` and
     App. A's budgets of ``cfg``: ``(rows, terms)`` (one key per depth)."""
     return cost.flops_against_depth(
@@ -863,7 +866,7 @@ def cost_study(keys, problem: GapRegression, cfg) -> tuple[dict, list]:
     )
 
 
-def cost_summary(rows: dict, terms: list, cfg) -> dict:
+def cost_summary(rows: dict, terms: list, cfg: MetricBNNSettings) -> dict:
     """C6.8's numbers from :func:`cost_study`: ``growth`` (method → deepest / shallowest
     count), ``ratio`` (MetricBNN / LA per depth), ``crossing`` (:func:`flops_crossing`) and
     ``cross_depth`` (the hidden layers at the crossing, by the parameters per layer)."""

@@ -53,7 +53,9 @@ def mnist_table(result: dict) -> str:
     )
 
 
-def chapter_glue(cfg, committed: dict | None, run, banana_n: int, mnist: dict) -> dict:
+def chapter_glue(
+    cfg: MetricBNNSettings, committed: dict | None, run, banana_n: int, mnist: dict
+) -> dict:
     """The values the prose cites from the settings, the checks' bounds in the claims
     catalogue and the data sizes (name → value).
 
@@ -141,7 +143,7 @@ def chapter_glue(cfg, committed: dict | None, run, banana_n: int, mnist: dict) -
 
 
 def full_record(
-    cfg,
+    cfg: MetricBNNSettings,
     wall_time_s: float,
     *,
     c61,

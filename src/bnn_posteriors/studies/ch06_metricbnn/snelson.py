@@ -22,6 +22,7 @@ from bnn_posteriors.evaluation import diagnostics
 from bnn_posteriors.inference import laplace, map_estimate, metricbnn
 from bnn_posteriors.models import nets
 from bnn_posteriors.site import tables
+from bnn_posteriors.site.settings_classes import MetricBNNSettings
 from bnn_posteriors.studies.ch06_metricbnn import experiments
 
 LEVEL = 0.95  # of the t-intervals over MAPs (C6.3, C6.4)
@@ -64,7 +65,7 @@ class SnelsonWalk:
         return metricbnn.gaussian_of_samples(self.solutions)
 
 
-def fit_and_walk(keys: dict, x_tr, y_tr, x_gap, y_gap, cfg, walk) -> SnelsonWalk:
+def fit_and_walk(keys: dict, x_tr, y_tr, x_gap, y_gap, cfg: MetricBNNSettings, walk) -> SnelsonWalk:
     """Train Snelson's ReLU MAP (eq. 1), cap the refinement step at 1/λ_max and walk.
 
     ``keys``: ``"map"`` (the initialisation), ``"curvature"`` (the power iteration) and
@@ -138,7 +139,7 @@ def walk_table(run: SnelsonWalk) -> list[tuple[str, str]]:
     ]
 
 
-def control_measures(run: SnelsonWalk, key_walk, cfg) -> dict:
+def control_measures(run: SnelsonWalk, key_walk, cfg: MetricBNNSettings) -> dict:
     """C6.1's measures: the walk's and a control walk's (same directions, M = 0) largest
     training-loss ratio to the MAP's minus 1, and the variance fraction of the top N/2
     principal components of each against an isotropic share; with λ_max and η.
@@ -190,7 +191,7 @@ class Posteriors:
     nll_gap: dict
 
 
-def posteriors(keys: dict, run: SnelsonWalk, cfg) -> Posteriors:
+def posteriors(keys: dict, run: SnelsonWalk, cfg: MetricBNNSettings) -> Posteriors:
     """The sampled LA, the Gaussian of the solutions, the solutions and the latent posterior
     (``cfg.pred_samples`` each, from ``keys`` "la", "gaussian", "samples", "posterior"), and
     the linearised LA; their predictive on a grid and their widening in the gap."""
@@ -229,7 +230,7 @@ def posteriors(keys: dict, run: SnelsonWalk, cfg) -> Posteriors:
     return Posteriors(post, draws, x_grid, pred_grid, lin_mean, lin_var, ratios, nll_gap)
 
 
-def per_map_metrics(repeat_key, run: SnelsonWalk, cfg, walk) -> dict:
+def per_map_metrics(repeat_key, run: SnelsonWalk, cfg: MetricBNNSettings, walk) -> dict:
     """C6.3/C6.4's metrics on ``cfg.snelson_repeats`` MAPs: this MAP first, then the whole
     pipeline again from fresh initialisations (:func:`experiments.snelson_repeats`, keys
     ``fold_in(repeat_key, r)``). Returns metric → values (one per MAP)."""

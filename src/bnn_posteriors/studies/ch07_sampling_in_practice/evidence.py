@@ -22,6 +22,7 @@ from bnn_posteriors.claims.checking import Evidence, Gate, catalogue_check, read
 from bnn_posteriors.evaluation import diagnostics
 from bnn_posteriors.inference import mclmc
 from bnn_posteriors.site import tables
+from bnn_posteriors.site.settings_classes import SamplingInPracticeSettings
 from bnn_posteriors.studies.ch07_sampling_in_practice import prior_scales
 
 AUTHORS_LPPD = (0.614, 0.805)  # [SAP] authors' airfoil runs: 1 chain, 10 000 chains
@@ -50,7 +51,7 @@ def show(values: Mapping, table: str | None = None) -> None:
 # --------------------------------------------------------------------------- MILE run
 
 
-def method_values(cfg) -> dict:
+def method_values(cfg: SamplingInPracticeSettings) -> dict:
     """The settings of the warm starts and of MILE's tuning that the prose cites."""
     return dict(
         de_lr=cfg.de_learning_rate,
@@ -325,7 +326,12 @@ def ks_report(ks: Mapping, *, num_resamples: int) -> tuple[dict, str]:
 
 
 def c7_4_evidence(
-    ks: Mapping, seed_runs: Sequence[Mapping] | None, full_cfg, *, n_chains: int, n_boot: int
+    ks: Mapping,
+    seed_runs: Sequence[Mapping] | None,
+    full_cfg: SamplingInPracticeSettings,
+    *,
+    n_chains: int,
+    n_boot: int,
 ) -> Evidence:
     """C7.4: the lower ends of Δ_KS's intervals (part ``ks-gap``; the catalogue asks them above
     0), on the full profile's committed runs of every seed (``seed_runs``,
@@ -441,7 +447,9 @@ def c7_5_evidence(dead: Mapping, *, hidden_first: int) -> Evidence:
 # --------------------------------------------------------------------------- C7.6
 
 
-def prior_settings_values(cfg, full_cfg) -> dict:
+def prior_settings_values(
+    cfg: SamplingInPracticeSettings, full_cfg: SamplingInPracticeSettings
+) -> dict:
     """The prior study's settings that the prose cites: this build's and the full profile's."""
     return dict(
         scales_text=tables.number_list(cfg.scales, "g"),
@@ -847,7 +855,9 @@ def c7_6_paired_evidence(
 # --------------------------------------------------------------------------- notes
 
 
-def notes_values(cfg, full_cfg, *, root: Path | None) -> dict:
+def notes_values(
+    cfg: SamplingInPracticeSettings, full_cfg: SamplingInPracticeSettings, *, root: Path | None
+) -> dict:
     """The budgets the reproduction notes cite: the full profile's, this build's, and the
     lower end of C7.4 in the GPU run committed under ``root`` (``"(not run)"`` without it)."""
     gpu_file = None if root is None else Path(root).joinpath(*GPU_RECORDS)

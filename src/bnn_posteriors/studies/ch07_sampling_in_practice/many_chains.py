@@ -19,6 +19,7 @@ import numpy as np
 from bnn_posteriors.data import loaders as data
 from bnn_posteriors.evaluation import diagnostics, metrics
 from bnn_posteriors.inference import ensembles, mile
+from bnn_posteriors.site.settings_classes import SamplingInPracticeSettings
 from bnn_posteriors.store import parts, provenance
 from bnn_posteriors.studies.ch07_sampling_in_practice.permuted_starts import ensemble_settings
 from bnn_posteriors.util.validate import positive_int
@@ -132,7 +133,7 @@ def kernel_marginals(rng, samples: dict, *, num_resamples: int) -> dict:
 SEED_VERSION = "many-chains-seed-1"
 
 
-def seed_settings(cfg, seed: int, n_chains: int) -> dict:
+def seed_settings(cfg: SamplingInPracticeSettings, seed: int, n_chains: int) -> dict:
     """Everything that decides chapter 7's many-chain run (C7.3, C7.4) under ``seed``, as plain
     JSON values: the data, network, budgets and ensemble settings of ``cfg`` (the chapter's
     ``profiles.settings``), ``n_chains`` chains, and the computation's version."""
@@ -209,7 +210,7 @@ def seed_path(directory: Path | str, settings: dict) -> Path:
 
 
 def seed_study(
-    cfg,
+    cfg: SamplingInPracticeSettings,
     seeds: Sequence[int],
     n_chains: int,
     *,
@@ -236,7 +237,7 @@ def seed_study(
     return out
 
 
-def committed_seeds(cfg, n_chains: int) -> list[dict] | None:
+def committed_seeds(cfg: SamplingInPracticeSettings, n_chains: int) -> list[dict] | None:
     """The committed runs of the seeds ``cfg.many_seeds`` (the chapter's full settings) with
     ``n_chains`` chains under ``results/<many_results>``; None unless all are there."""
     settings = [seed_settings(cfg, seed, n_chains) for seed in cfg.many_seeds]

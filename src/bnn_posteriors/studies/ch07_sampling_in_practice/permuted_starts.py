@@ -18,6 +18,7 @@ from bnn_posteriors.evaluation import diagnostics, metrics
 from bnn_posteriors.inference import ensembles, mile
 from bnn_posteriors.models import nets
 from bnn_posteriors.models.symmetry import actions
+from bnn_posteriors.site.settings_classes import SamplingInPracticeSettings
 from bnn_posteriors.util.validate import positive_int
 
 
@@ -66,7 +67,7 @@ def chain_starts(members, groups, extra=()) -> dict:
     }
 
 
-def ensemble_settings(cfg) -> dict:
+def ensemble_settings(cfg: SamplingInPracticeSettings) -> dict:
     """The warm starts' ensemble settings of chapter 7 (``de_*`` of ``profiles.settings``)."""
     return dict(
         learning_rate=cfg.de_learning_rate,

@@ -26,6 +26,7 @@ import numpy as np
 from bnn_posteriors.data import loaders as data
 from bnn_posteriors.evaluation import diagnostics, metrics
 from bnn_posteriors.inference import ensembles, mile
+from bnn_posteriors.site.settings_classes import SamplingInPracticeSettings
 from bnn_posteriors.store import parts, provenance
 from bnn_posteriors.studies.ch07_sampling_in_practice.permuted_starts import ensemble_settings
 from bnn_posteriors.util.validate import positive_int
@@ -146,7 +147,7 @@ def cell_path(directory: Path | str, settings: dict) -> Path:
     return parts.part_path(directory, cell_name(settings))
 
 
-def chapter_arguments(cfg) -> dict:
+def chapter_arguments(cfg: SamplingInPracticeSettings) -> dict:
     """The study's arguments from chapter 7's settings (``profiles.settings``).
 
     The grid is the paper's scales followed by the Glorot scale; the warm starts are
@@ -167,7 +168,7 @@ def chapter_arguments(cfg) -> dict:
     )
 
 
-def committed_cells(cfg) -> list[dict] | None:
+def committed_cells(cfg: SamplingInPracticeSettings) -> list[dict] | None:
     """The committed cells of chapter 7's settings ``cfg`` (a profile with ``prior_results``),
     read from ``results/``; None unless every (data set, depth) cell is there with ``cfg``'s
     settings. The quick profile decides C7.6 on the full profile's cells so."""
@@ -181,7 +182,7 @@ def committed_cells(cfg) -> list[dict] | None:
     return None if cells is None else [{**cell, "read": True} for cell in cells]
 
 
-def chapter_results_dir(cfg) -> Path | None:
+def chapter_results_dir(cfg: SamplingInPracticeSettings) -> Path | None:
     """Folder of the committed cells of the profile (``prior_results`` under ``results/``)."""
     return parts.committed_dir(cfg.prior_results)
 

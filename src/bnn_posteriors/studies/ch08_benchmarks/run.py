@@ -40,7 +40,7 @@ import numpy as np
 from bnn_posteriors.claims import paper_numbers as references
 from bnn_posteriors.data import loaders as data
 from bnn_posteriors.evaluation import metrics
-from bnn_posteriors.site.profiles import Settings
+from bnn_posteriors.site.settings_classes import BenchmarksSettings
 from bnn_posteriors.store import cache, parts, provenance
 from bnn_posteriors.studies.ch08_benchmarks.scores import (  # the scores of one predictive
     authors_columns,
@@ -147,7 +147,12 @@ def _n_max(cfg: Mapping, dataset: str):
 
 
 def unit_parts(dataset: str, split: int, unit: str, cfg: Mapping) -> dict:
-    """The inputs that identify a unit (its cache key): data, split, seed and settings."""
+    """The inputs that identify a unit (its cache key): data, split, seed and settings.
+
+    ``cfg``: the chapter's settings as a mapping (their ``as_dict()``, as :func:`run_unit`
+    passes them, or the dict of the full profile's that the chapter gives
+    :func:`~bnn_posteriors.studies.ch08_benchmarks.report.committed_rows`).
+    """
     if unit not in UNITS:
         raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
     data.dataset_info(dataset)
@@ -319,35 +324,25 @@ def _mile_unit(
 _COMPUTE = {"laplace": _laplace_unit, "mfvi": _mfvi_unit, "mile": _mile_unit}
 
 
-def as_mapping(cfg) -> Mapping:
-    """The chapter's settings as a mapping: a mapping as it is, :class:`Settings` (or a
-    namespace) by its fields."""
-    if isinstance(cfg, Mapping):
-        return cfg
-    return cfg.as_dict() if isinstance(cfg, Settings) else vars(cfg)
-
-
 def run_unit(
     dataset: str,
     split: int,
     unit: str,
-    cfg: Mapping | Settings,
+    cfg: BenchmarksSettings,
     *,
     directory: Path | str | None = None,
     progress: bool = False,
 ) -> dict:
     """One benchmark unit, cached: ``{"dataset", "split", "unit", "metrics", "wall_s", ...}``.
 
-    ``cfg``: the chapter's settings (``profiles.settings("08_benchmarks")`` as a mapping or
-    a namespace); only the keys of :data:`UNIT_KEYS` ``[unit]``, ``seed`` and ``n_max``
-    enter the cache key. ``split`` is the split seed of
-    :func:`bnn_posteriors.data.loaders.load_split`
-    (70/10/20, standardised with the authors' convention). ``wall_s`` is the time the unit
-    took when it was computed (not when it was read from the cache); ``cached`` says
-    whether it was read.
+    ``cfg``: the chapter's settings (``profiles.settings("08_benchmarks")``); only the
+    fields of :data:`UNIT_KEYS` ``[unit]``, ``seed`` and ``n_max`` enter the cache key (the
+    unit's :func:`unit_parts`, also the ``settings`` of its JSON part). ``split`` is the split
+    seed of :func:`bnn_posteriors.data.loaders.load_split` (70/10/20, standardised with the
+    authors' convention). ``wall_s`` is the time the unit took when it was computed (not when
+    it was read from the cache); ``cached`` says whether it was read.
     """
-    cfg = as_mapping(cfg)
-    parts = unit_parts(dataset, split, unit, cfg)
+    parts = unit_parts(dataset, split, unit, cfg.as_dict())
     computed = []
 
     def compute():
@@ -408,7 +403,7 @@ def read_results(directory: Path | str) -> list[dict]:
 
 
 def run_table(
-    cfg: Mapping | Settings,
+    cfg: BenchmarksSettings,
     *,
     datasets: Sequence[str] | None = None,
     splits: Sequence[int] | None = None,
@@ -428,9 +423,9 @@ def run_table(
     changes, which invalidate the cache). ``progress`` shows a tqdm bar on ``stream``
     (default stdout) with the current unit and its wall time.
     """
-    cfg = as_mapping(cfg)
-    datasets = tuple(cfg["datasets"] if datasets is None else datasets)
-    splits = tuple(cfg["splits"] if splits is None else splits)
+    values = cfg.as_dict()  # the settings as unit_parts reads them
+    datasets = tuple(cfg.datasets if datasets is None else datasets)
+    splits = tuple(cfg.splits if splits is None else splits)
     units = tuple(UNITS if units is None else units)
     for u in units:
         if u not in UNITS:
@@ -446,11 +441,11 @@ def run_table(
             path = None if results_dir is None else result_path(results_dir, dataset, split, unit)
             row = parts.resumed_part(
                 path,
-                unit_parts(dataset, split, unit, cfg),
+                unit_parts(dataset, split, unit, values),
                 lambda d=dataset, s=split, u=unit: run_unit(
                     d, s, u, cfg, directory=directory, progress=progress
                 ),
-                profile=cfg.get("profile"),
+                profile=cfg.profile,
                 reuse=skip_existing,
                 mark="cached",
             )

@@ -18,6 +18,7 @@ from bnn_posteriors.claims.checking import Evidence
 from bnn_posteriors.evaluation import metrics
 from bnn_posteriors.inference import laplace_diffusion
 from bnn_posteriors.site import tables
+from bnn_posteriors.site.settings_classes import GGNNullSpaceSettings
 from bnn_posteriors.studies.ch09_ggn_null_space import study
 from bnn_posteriors.util.validate import positive_int
 
@@ -40,7 +41,9 @@ def sample_scores(f: study.Fit, samples) -> dict:
     return out
 
 
-def diffusion_study(fits: list[study.Fit], rng_key, cfg, grid=None, *, project=True) -> dict:
+def diffusion_study(
+    fits: list[study.Fit], rng_key, cfg: GGNNullSpaceSettings, grid=None, *, project=True
+) -> dict:
     """Per fit: the diffusion's samples scored beside :func:`.study.predictive_scores`.
 
     A fit whose rank k (:func:`diffusion_rank`) exceeds ``cfg.diffusion_max_rank`` is left
@@ -85,7 +88,7 @@ def diffusion_study(fits: list[study.Fit], rng_key, cfg, grid=None, *, project=T
     return {**out, "scores": scores, "ranks": ranks, "skipped": skipped}
 
 
-def diffusion_evidence(result: dict, cfg) -> list[Evidence]:
+def diffusion_evidence(result: dict, cfg: GGNNullSpaceSettings) -> list[Evidence]:
     """C9.4: the diffusion's training NLL below the sampled LA's (part ``train-nll``) and its
     test LPPD above it (``test-lppd``), on every set; the rules are the catalogue's."""
     scores = result["scores"]

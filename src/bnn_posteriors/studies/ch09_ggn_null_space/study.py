@@ -25,6 +25,7 @@ from bnn_posteriors.inference import ggn_null_space as ns
 from bnn_posteriors.inference import laplace, map_estimate
 from bnn_posteriors.models import nets
 from bnn_posteriors.site import tables
+from bnn_posteriors.site.settings_classes import GGNNullSpaceSettings
 from bnn_posteriors.util import streams
 from bnn_posteriors.util.validate import positive
 
@@ -67,7 +68,7 @@ def fit(
     *,
     rng_key,
     hidden,
-    cfg,
+    cfg: GGNNullSpaceSettings,
     noise_scale: float = 1.0,
     fit_noise: bool = False,
     likelihood: str = "gaussian",
@@ -93,16 +94,27 @@ def fit(
         targets, outputs = y[:, None], 1
     init = nets.mlp_init(rng_key, (x.shape[1], *hidden, outputs), scheme="glorot")
     init = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), init)
-    common = dict(
+    delta = cfg.map_prior_precision
+    params, _ = map_estimate.train_map(
+        init,
+        x,
+        targets,
         likelihood=likelihood,
         noise_scale=noise_scale,
-        prior_precision=cfg.map_prior_precision,
+        prior_precision=delta,
+        activation=activation,
+        num_steps=cfg.map_steps,
+        learning_rate=cfg.map_learning_rate,
+    )
+    post = laplace.laplace(
+        params,
+        x,
+        targets,
+        likelihood=likelihood,
+        noise_scale=noise_scale,
+        prior_precision=delta,
         activation=activation,
     )
-    params, _ = map_estimate.train_map(
-        init, x, targets, num_steps=cfg.map_steps, learning_rate=cfg.map_learning_rate, **common
-    )
-    post = laplace.laplace(params, x, targets, **common)
     if fit_noise:
         post = laplace.optimise_noise_scale(post, num_targets=int(y.size))
     else:
@@ -126,7 +138,7 @@ def fit(
     )
 
 
-def toy_fit(rng_key, cfg) -> Fit:
+def toy_fit(rng_key, cfg: GGNNullSpaceSettings) -> Fit:
     """The 1-D toy with a gap: Snelson's data, the points with 1.5 ≤ x ≤ 3 held out."""
     x, y, x_gap, y_gap = loaders.load_snelson(in_between=True)
     return fit(
@@ -145,7 +157,7 @@ def toy_fit(rng_key, cfg) -> Fit:
 NOISE_CHOICES = ("evidence",)  # the strings ``cfg.uci_noise`` may name besides a number
 
 
-def uci_noise(cfg) -> tuple[float, bool]:
+def uci_noise(cfg: GGNNullSpaceSettings) -> tuple[float, bool]:
     """The UCI sets' noise from ``cfg.uci_noise``: ``(σ of the MAP's loss, fit σ?)``.
 
     A number fixes σ for the MAP and every method; ``"evidence"`` trains the MAP with
@@ -162,7 +174,7 @@ def uci_noise(cfg) -> tuple[float, bool]:
     return positive("uci_noise", choice, where="uci_noise"), False
 
 
-def uci_fit(rng_key, cfg, seed: int, name: str) -> Fit:
+def uci_fit(rng_key, cfg: GGNNullSpaceSettings, seed: int, name: str) -> Fit:
     """The UCI set ``name``, split ``seed`` and standardised by :func:`loaders.load_split`;
     its noise σ as :func:`uci_noise` says (fitted by the evidence, or fixed)."""
     s = loaders.load_split(name, seed)
@@ -181,7 +193,7 @@ def uci_fit(rng_key, cfg, seed: int, name: str) -> Fit:
     )
 
 
-def uci_fits(rng_key, cfg, seed: int) -> list[Fit]:
+def uci_fits(rng_key, cfg: GGNNullSpaceSettings, seed: int) -> list[Fit]:
     """:func:`uci_fit` on each set of ``cfg.uci_names``: the first with ``rng_key``, the i-th
     after it with ``fold_in(rng_key, i)`` (a set added to the list leaves the others' fits
     as they were)."""
@@ -195,7 +207,7 @@ def uci_fits(rng_key, cfg, seed: int) -> list[Fit]:
 MNIST_SIDE = 8  # [VK]'s examples/mnist.py: 2-pixel crop, then 8 × 8
 
 
-def mnist_fit(rng_key, cfg, seed: int) -> Fit:
+def mnist_fit(rng_key, cfg: GGNNullSpaceSettings, seed: int) -> Fit:
     """The MNIST subset (:func:`loaders.load_mnist_subset`, split ``seed``), downscaled as
     [VK]'s ``examples/mnist.py`` (:func:`loaders.mnist_downscale`): the first
     ``cfg.mnist_n_train`` training images, ``cfg.mnist_n_test`` test images, an MLP with
@@ -219,7 +231,7 @@ def mnist_fit(rng_key, cfg, seed: int) -> Fit:
 # --------------------------------------------------------------------------- C9.1
 
 
-def rank_study(rng_key, cfg) -> dict:
+def rank_study(rng_key, cfg: GGNNullSpaceSettings) -> dict:
     """rank(GGN), N·O, P and the kernel dimension (dense SVD, float64) for each N.
 
     Also the rank of the full Hessian of the NLL at the same random parameters, which the
@@ -377,7 +389,7 @@ def kernel_image_change(f: Fit, rng_key, num_samples: int) -> dict:
     return {"full": change(delta), "kernel": change(kernel), "image": change(image)}
 
 
-def underfitting_evidence(fits: list[Fit], rng_key, cfg) -> list[Evidence]:
+def underfitting_evidence(fits: list[Fit], rng_key, cfg: GGNNullSpaceSettings) -> list[Evidence]:
     """C9.2: the sampled LA underfits (training RMSE above the catalogue's multiple of the
     MAP's, part ``underfit``), the linearised LA does not (its training NLL below the sampled
     LA's, ``linearised-nll``), and the kernel part of the sampled perturbations moves the
@@ -464,7 +476,7 @@ def underfitting_evidence(fits: list[Fit], rng_key, cfg) -> list[Evidence]:
 # --------------------------------------------------------------------------- C9.3
 
 
-def sweep_errors(f: Fit, rng_key, cfg) -> np.ndarray:
+def sweep_errors(f: Fit, rng_key, cfg: GGNNullSpaceSettings) -> np.ndarray:
     """Relative error ‖P_AP^s v − P_ker v‖/‖P_ker v‖ after each sweep s, mean over vectors."""
     k_order, k_v = jax.random.split(rng_key)
     order = np.asarray(jax.random.permutation(k_order, f.x.shape[0]))
@@ -479,7 +491,7 @@ def sweep_errors(f: Fit, rng_key, cfg) -> np.ndarray:
     return np.asarray(err.mean(axis=1))
 
 
-def projected_study(f: Fit, rng_key, cfg, grid) -> dict:
+def projected_study(f: Fit, rng_key, cfg: GGNNullSpaceSettings, grid) -> dict:
     """Projected samples' first-order change of the training outputs, the sweep errors and
     the predictive sd on ``grid``.
 
@@ -511,7 +523,7 @@ def projected_study(f: Fit, rng_key, cfg, grid) -> dict:
     }
 
 
-def projected_evidence(f: Fit, study: dict, grid, cfg) -> list[Evidence]:
+def projected_evidence(f: Fit, study: dict, grid, cfg: GGNNullSpaceSettings) -> list[Evidence]:
     """C9.3: projected samples keep the training outputs to first order (part
     ``training-predictions``); alternating projections converge
     (the further findings ``alternating-projections`` and ``alternating-projections-error``);
@@ -604,7 +616,7 @@ def projected_evidence(f: Fit, study: dict, grid, cfg) -> list[Evidence]:
 # --------------------------------------------------------------------------- C9.6
 
 
-def lanczos_study(f: Fit, rng_key, cfg) -> dict:
+def lanczos_study(f: Fit, rng_key, cfg: GGNNullSpaceSettings) -> dict:
     """SLQ log det(G + δI), its δ-gradient (matfree's adjoints) and the evidence's δ, each
     against the dense eigenvalues, at the tuned δ of the toy's Laplace fit; and XLA's
     temporary memory (bytes) of the compiled estimate (``memory_forward``) and of its
@@ -659,7 +671,7 @@ def lanczos_study(f: Fit, rng_key, cfg) -> dict:
     }
 
 
-def lanczos_evidence(study: dict, cfg) -> list[Evidence]:
+def lanczos_evidence(study: dict, cfg: GGNNullSpaceSettings) -> list[Evidence]:
     """C9.6: SLQ log det and gradient vs dense (part ``slq``); the adjoint vs finite
     differences (``adjoint``); the evidence's δ (``evidence-delta``); the adjoint gradient's
     memory against differentiating through the iterations (``efficiency``). The tolerances

@@ -24,6 +24,7 @@ from bnn_posteriors.data import loaders
 from bnn_posteriors.evaluation import metrics
 from bnn_posteriors.inference import ggn_null_space as ns
 from bnn_posteriors.site import tables
+from bnn_posteriors.site.settings_classes import MetricBNNSettings
 from bnn_posteriors.studies.ch06_metricbnn import experiments as ch6
 from bnn_posteriors.util.validate import positive
 
@@ -50,7 +51,7 @@ class UciSamples:
     train_nll: dict
 
 
-def uci_samples(name: str, seed: int, rng_key, cfg6) -> UciSamples:
+def uci_samples(name: str, seed: int, rng_key, cfg6: MetricBNNSettings) -> UciSamples:
     """:func:`..ch06_metricbnn.experiments.uci_fit` on one split with chapter 6's settings
     ``cfg6`` (:func:`..ch06_metricbnn.experiments.uci_settings`), the samples kept and each
     method's NLL on the training and the test set (so its test NLLs are ``uci_run``'s).
@@ -108,7 +109,7 @@ def kernel_split(model_fn: Callable, theta, x, projector, perturbations) -> dict
 
 def tie_back_study(
     rng_key,
-    cfg6,
+    cfg6: MetricBNNSettings,
     *,
     names: Sequence[str] = ("glass", "ionosphere"),
     seed: int = 0,

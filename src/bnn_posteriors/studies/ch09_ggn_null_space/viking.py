@@ -26,6 +26,7 @@ from bnn_posteriors.inference import viking as vk
 from bnn_posteriors.models import nets
 from bnn_posteriors.models import numpyro_models as models
 from bnn_posteriors.site import tables
+from bnn_posteriors.site.settings_classes import GGNNullSpaceSettings
 from bnn_posteriors.studies.ch09_ggn_null_space.study import MNIST_SIDE, Fit
 
 METHODS = ("VIKING", "mean-field VI", "linearised LA", "MetricBNN")
@@ -46,7 +47,7 @@ def dense_kl(mean, cov, prior_precision: float) -> float:
     return float(cross - entropy)
 
 
-def kl_study(rng_key, cfg) -> dict:
+def kl_study(rng_key, cfg: GGNNullSpaceSettings) -> dict:
     """Closed-form vs dense KL on ``cfg.rank_widths`` at random θ, N = ``cfg.vk_kl_points``.
 
     Several (α, σ_ker, σ_im) from ``cfg.vk_kl_scales``; R = P − rank J (dense SVD). Returns
@@ -87,7 +88,7 @@ def kl_evidence(study: dict) -> Evidence:
     )
 
 
-def fit_posterior(f: Fit, rng_key, cfg) -> vk.VikingPosterior:
+def fit_posterior(f: Fit, rng_key, cfg: GGNNullSpaceSettings) -> vk.VikingPosterior:
     """VIKING from the MAP of ``f`` (a warm start; the authors start from the initialisation),
     with the KL weight β and the optimiser of the authors' examples: β = 1 and
     ``cfg.vk_optimiser`` at ``cfg.vk_learning_rate`` (``sinusoid.py``: Adam 1e-2) for
@@ -189,7 +190,7 @@ def _scores(f: Fit, samples=None, *, mean=None, var=None) -> dict:
     return {"NLL": float(nll), "RMSE": float(metrics.rmse(f.y_test, mean))}
 
 
-def mfvi_scores(f: Fit, rng_key, cfg) -> dict:
+def mfvi_scores(f: Fit, rng_key, cfg: GGNNullSpaceSettings) -> dict:
     """Test scores (:func:`_scores`) of the book's mean-field VI (:func:`.vi.fit_mfvi`), same
     MLP, activation, prior and likelihood."""
     k_init, k_fit, k_pred = jax.random.split(rng_key, 3)
@@ -223,7 +224,7 @@ def _hidden(f: Fit) -> tuple[int, ...]:
     return tuple(int(layer["W"].shape[1]) for layer in layers[:-1])
 
 
-def metricbnn_scores(f: Fit, rng_key, cfg) -> dict:
+def metricbnn_scores(f: Fit, rng_key, cfg: GGNNullSpaceSettings) -> dict:
     """Test scores (:func:`_scores`) of MetricBNN ([MBNN] Alg. 1,
     :func:`.metricbnn.walk_and_embed`) from the MAP of ``f``."""
     k_walk, k_s = jax.random.split(rng_key)
@@ -249,7 +250,9 @@ def metricbnn_scores(f: Fit, rng_key, cfg) -> dict:
     return _scores(f, metricbnn.push_forward(thetas, lambda t: t, f.model_fn, f.x_test))
 
 
-def comparison(fits: list[Fit], posts: list[vk.VikingPosterior], rng_key, cfg) -> dict:
+def comparison(
+    fits: list[Fit], posts: list[vk.VikingPosterior], rng_key, cfg: GGNNullSpaceSettings
+) -> dict:
     """Test scores (:func:`_scores`) per data set and method (:data:`METHODS`): the
     linearised predictives of VIKING and the LA in closed form (probit for classes), MFVI
     and MetricBNN from ``cfg.pred_samples`` draws."""
@@ -271,7 +274,9 @@ def comparison(fits: list[Fit], posts: list[vk.VikingPosterior], rng_key, cfg) -
 SCORES = ("NLL", "RMSE", "ECE", "accuracy")  # the table's columns (:func:`_scores`)
 
 
-def comparison_evidence(scores: dict, posts: list[vk.VikingPosterior], cfg) -> list[Evidence]:
+def comparison_evidence(
+    scores: dict, posts: list[vk.VikingPosterior], cfg: GGNNullSpaceSettings
+) -> list[Evidence]:
     """C9.5, part ``nll-margin``: VIKING's test NLL minus the best baseline's (state of the
     art: below the catalogue's margin), per data set; the table of every method's test
     scores (NLL and RMSE, or NLL, ECE and accuracy); glue ``ch9_vk_<score>_<set>_<method>``
@@ -340,7 +345,7 @@ def nll_margin_text(gaps: dict, margin: float) -> str:
 OPTIMISER_NAMES = {"adam": "Adam", "radam": "RAdam"}  # as the prose names them
 
 
-def mnist_settings(cfg) -> dict:
+def mnist_settings(cfg: GGNNullSpaceSettings) -> dict:
     """Glue for the MNIST set-up: the MLP's widths, its size P, the training and test sizes;
     VIKING's optimiser and learning rate for regression and for MNIST."""
     widths = (MNIST_SIDE**2, *cfg.mnist_hidden, 10)  # the MLP of :func:`.study.mnist_fit`
