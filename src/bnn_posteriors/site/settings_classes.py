@@ -272,7 +272,7 @@ class SamplingInPracticeSettings(Settings):
     permuted_groups: int
     scales: tuple[float, ...]
     many_seeds: tuple[int, ...]
-    many_results: str
+    many_results: str | None
     glorot_scale: float
     mild_scales: tuple[float, ...]
     n_chains: int
@@ -286,7 +286,7 @@ class SamplingInPracticeSettings(Settings):
     prior_datasets: tuple[str, ...]
     prior_depths: tuple[int, ...]
     prior_chains: int
-    prior_n_max: None
+    prior_n_max: int | None
     prior_tuning_steps: int
     prior_sampling_steps: int
     prior_results: str | None
@@ -339,7 +339,7 @@ class GGNNullSpaceSettings(Settings):
     toy_widths: tuple[int, ...]
     toy_noise_scale: float
     uci_hidden: tuple[int, ...]
-    uci_noise: str
+    uci_noise: float | str
     uci_map_noise_scale: float
     map_prior_precision: float
     map_learning_rate: float
