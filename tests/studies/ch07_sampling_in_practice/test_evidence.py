@@ -68,12 +68,6 @@ def full(make_cfg):
 
 
 def test_show_and_values(monkeypatch, cfg):
-    glued = {}
-    monkeypatch.setattr(ev.tables, "glue_values", glued.update)
-    ev.show({"a": 1})
-    assert glued == {"a": 1}
-    with pytest.raises(TypeError, match="mapping"):
-        ev.show([1])
     values = ev.method_values(cfg)
     assert values["hidden_first"] == 16 and values["ci_level"] == 95
     assert values["tuning_fractions_text"].count("/") == 2
@@ -134,15 +128,18 @@ def test_c7_2_and_reports():
     broken = ev.c7_2_evidence(dict(z, frac_significant=0.2), copies)
     assert not passes(broken[0]) and not passes(broken[1])
     assert not passes(ev.c7_2_evidence(z, dict(ratio, high=1.2))[2])  # mixed chains
-    glue, table = ev.z_test_report(z)
+    shown = ev.z_test_report(z)
+    glue, table = shown.glue, shown.table
     assert glue == {"frac_significant": 90.0, "frac_significant_paper": 10.0} and "chain 2" in table
-    glue, table = ev.w2_ratio_report(ratio, num_resamples=50)
+    shown = ev.w2_ratio_report(ratio, num_resamples=50)
+    glue, table = shown.glue, shown.table
     assert glue["n_regular"] == 2 and "0.400 [0.300, 0.500]" in table
     assert glue["w2_ratio_floor"] == 0.1
     ctrl = dict(
         copies_frac=0.95, copies_low=0.001, copies_high=0.002, mixed_low=0.9, mixed_high=1.1
     )
-    glue, table = ev.controls_report(ctrl, noise=0.01)
+    shown = ev.controls_report(ctrl, noise=0.01)
+    glue, table = shown.glue, shown.table
     assert glue["ctrl_copies_frac"] == 95.0 and "[0.900, 1.100]" in table
     with pytest.raises(ValueError, match="lacks"):
         ev.c7_2_evidence({}, ratio)
@@ -163,10 +160,12 @@ def test_c7_3_and_reports():
     assert list(e.value) == [0.2, 0.1] and passes(e)
     assert "10->20 chains" in e.note
     assert not passes(ev.c7_3_evidence(dict(sat, gain_10_max=0.3), n_orderings=3))
-    glue, table = ev.saturation_report(sat, n_orderings=3)
+    shown = ev.saturation_report(sat, n_orderings=3)
+    glue, table = shown.glue, shown.table
     assert glue["authors_lppd_1"] == 0.614 and "gain 10 → 20" in table
     many = dict(mean=np.zeros((4, 6, 2)), seconds=1.0, ess=12.0)
-    glue, table = ev.many_run_report(many, device="cpu")
+    shown = ev.many_run_report(many, device="cpu")
+    glue, table = shown.glue, shown.table
     assert glue == {"n_chains_many": 4} and "4 × 6" in table
 
 
@@ -180,7 +179,8 @@ def test_c7_4(full):
         low=0.05,
         high=0.15,
     )
-    glue, table = ev.ks_report(ks, num_resamples=10)
+    shown = ev.ks_report(ks, num_resamples=10)
+    glue, table = shown.glue, shown.table
     assert glue["ks_gap_low"] == 0.05 and "Δ_KS = 0.1000" in table
     e = ev.c7_4_evidence(ks, None, full, n_chains=20, n_boot=10)
     assert (e.part, rule_of(e), e.committed, e.table) == (
@@ -236,7 +236,8 @@ def test_c7_6(cfg, full):
     basis = cells()
     rk = _ranked(basis)
     kw = dict(scales=cfg.scales, glorot=0.25, committed=True)
-    glue, table = ev.rank_report(rk, **kw)
+    shown = ev.rank_report(rk, **kw)
+    glue, table = shown.glue, shown.table
     assert (glue["glorot_worse"], glue["glorot_better"]) == (2, 2) and "depth" in table
     assert glue["rank1_lppd"] == 1.0 and "rk_LPPD_glorot_low" in glue
     assert glue["rk_LPPD_mild0"] == 2.0 and glue["rk_RMSE_mild1_low"] == 1.0

@@ -7,8 +7,9 @@ Each ``c7_*_evidence`` function takes a result of :mod:`.permuted_starts`,
 rule and its bound are the claims catalogue's ``[[claim.check]]`` of that part
 (``claims/catalogue/07_sampling_in_practice.toml``), read here only for the words and the
 glue. The chapter passes them to :func:`bnn_posteriors.claims.checking.show_and_check`. The
-``*_report`` functions return what the chapter shows without a check: the values its prose
-cites (glue) and a Markdown table, which :func:`show` glues and displays.
+``*_report`` functions return what the chapter shows without a check, a
+:class:`~bnn_posteriors.site.tables.Overview` of a Markdown table and the values its prose
+cites.
 """
 
 from __future__ import annotations
@@ -35,17 +36,6 @@ def _need(mapping: Mapping, keys: Sequence[str], where: str) -> None:
     missing = [k for k in keys if k not in mapping]
     if missing:
         raise ValueError(f"{where}: the result lacks {missing}")
-
-
-def show(values: Mapping, table: str | None = None) -> None:
-    """Glue ``values`` for the prose and display the Markdown ``table`` (if any)."""
-    if not isinstance(values, Mapping):
-        raise TypeError(f"show: values must be a mapping of glue names, got {type(values)}")
-    tables.glue_values(values)
-    if table is not None:
-        from IPython.display import Markdown, display
-
-        display(Markdown(table))
 
 
 # --------------------------------------------------------------------------- MILE run
@@ -147,7 +137,7 @@ def c7_1_evidence(lppds: Mapping) -> tuple[Evidence, ...]:
 # --------------------------------------------------------------------------- C7.2
 
 
-def z_test_report(z_tests: Mapping) -> tuple[dict, str]:
+def z_test_report(z_tests: Mapping) -> tables.Overview:
     """The Z tests of :func:`.functional_diversity.within_chain_z`: glue (in %) and a table."""
     _need(z_tests, ("frac_significant", "frac_significant_paper", "frac_by_chain"), "z_test")
     rows = [
@@ -156,10 +146,12 @@ def z_test_report(z_tests: Mapping) -> tuple[dict, str]:
         ("all, eq. (22) as printed", f"{z_tests['frac_significant_paper']:.1%}"),
     ]
     glue = {k: 100 * z_tests[k] for k in ("frac_significant", "frac_significant_paper")}
-    return glue, tables.markdown_table(("within-chain pairs", "share with |Z| > 1.96"), rows)
+    return tables.Overview(
+        tables.markdown_table(("within-chain pairs", "share with |Z| > 1.96"), rows), glue
+    )
 
 
-def w2_ratio_report(ratio: Mapping, *, num_resamples: int) -> tuple[dict, str]:
+def w2_ratio_report(ratio: Mapping, *, num_resamples: int) -> tables.Overview:
     """ρ_W of :func:`.functional_diversity.w2_ratio`: glue and a table with its interval; the
     glue ``w2_ratio_floor`` is the catalogue's bound of C7.2's part ``ratio-low``."""
     _need(ratio, ("ratio", "low", "high", "mean_within", "mean_between", "within"), "w2_ratio")
@@ -181,10 +173,10 @@ def w2_ratio_report(ratio: Mapping, *, num_resamples: int) -> tuple[dict, str]:
         mean_within_w2=ratio["mean_within"],
         mean_between_w2=ratio["mean_between"],
     )
-    return glue, tables.markdown_table(("statistic", "value"), rows)
+    return tables.Overview(tables.markdown_table(("statistic", "value"), rows), glue)
 
 
-def controls_report(ctrl: Mapping, *, noise: float) -> tuple[dict, str]:
+def controls_report(ctrl: Mapping, *, noise: float) -> tables.Overview:
     """The negative controls of :func:`.functional_diversity.diversity_controls`."""
     keys = ("copies_low", "copies_high", "mixed_low", "mixed_high")
     _need(ctrl, ("copies_frac", *keys), "controls_report")
@@ -198,7 +190,9 @@ def controls_report(ctrl: Mapping, *, noise: float) -> tuple[dict, str]:
         "ctrl_copies_frac": 100 * ctrl["copies_frac"],
         **{f"ctrl_{k}": ctrl[k] for k in keys},
     }
-    return glue, tables.markdown_table(("control", "pairs with |Z| > 1.96", "ρ_W interval"), rows)
+    return tables.Overview(
+        tables.markdown_table(("control", "pairs with |Z| > 1.96", "ρ_W interval"), rows), glue
+    )
 
 
 def c7_2_evidence(z_tests: Mapping, ratio: Mapping) -> tuple[Evidence, ...]:
@@ -247,7 +241,7 @@ def c7_2_evidence(z_tests: Mapping, ratio: Mapping) -> tuple[Evidence, ...]:
 # --------------------------------------------------------------------------- C7.3, C7.4
 
 
-def many_run_report(many: Mapping, *, device: str) -> tuple[dict, str]:
+def many_run_report(many: Mapping, *, device: str) -> tables.Overview:
     """The many-chain run of :func:`.many_chains.many_chain_run` on ``device``."""
     _need(many, ("mean", "seconds", "ess"), "many_run_report")
     rows = [
@@ -256,10 +250,10 @@ def many_run_report(many: Mapping, *, device: str) -> tuple[dict, str]:
         ("median within-chain ESS of the log density", f"{many['ess']:.0f}"),
     ]
     glue = dict(n_chains_many=many["mean"].shape[0])
-    return glue, tables.markdown_table(("many-chain run", "value"), rows)
+    return tables.Overview(tables.markdown_table(("many-chain run", "value"), rows), glue)
 
 
-def saturation_report(sat: Mapping, *, n_orderings: int) -> tuple[dict, str]:
+def saturation_report(sat: Mapping, *, n_orderings: int) -> tables.Overview:
     """The LPPD at 1, 10 and all chains (:func:`.many_chains.chain_saturation`) beside the
     authors' airfoil runs, and the two gains."""
     keys = ("lppd_1", "lppd_10", "lppd_max", "gain_1_10", "gain_10_max")
@@ -278,7 +272,9 @@ def saturation_report(sat: Mapping, *, n_orderings: int) -> tuple[dict, str]:
         "n_orderings": n_orderings,
         **{k: sat[k] for k in keys},
     }
-    return glue, tables.markdown_table(("chains", "test LPPD", "authors, airfoil"), rows)
+    return tables.Overview(
+        tables.markdown_table(("chains", "test LPPD", "authors, airfoil"), rows), glue
+    )
 
 
 def c7_3_evidence(sat: Mapping, *, n_orderings: int) -> Evidence:
@@ -299,7 +295,7 @@ def c7_3_evidence(sat: Mapping, *, n_orderings: int) -> Evidence:
     )
 
 
-def ks_report(ks: Mapping, *, num_resamples: int) -> tuple[dict, str]:
+def ks_report(ks: Mapping, *, num_resamples: int) -> tables.Overview:
     """KS distances of :func:`.many_chains.kernel_marginals` per layer, and Δ_KS."""
     _need(ks, ("ks", "ks_bias", "inner", "outer", "gap", "low", "high"), "ks_report")
     rows = [
@@ -322,7 +318,7 @@ def ks_report(ks: Mapping, *, num_resamples: int) -> tuple[dict, str]:
         n_boot=num_resamples,
         ks_grid=diagnostics.KS_GRID,
     )
-    return glue, table
+    return tables.Overview(table, glue)
 
 
 def c7_4_evidence(
@@ -497,7 +493,7 @@ def glorot_counts(rk: Mapping, *, scales: Sequence[float]) -> tuple[int, int]:
 
 def rank_report(
     rk: Mapping, *, scales: Sequence[float], glorot: float, committed: bool
-) -> tuple[dict, str]:
+) -> tables.Overview:
     """The clauses of :func:`.prior_scales.rank_clauses` (scale 1's rank advantages, mean and
     interval per metric) and scale 1's rank per depth; ``committed``: whether ``rk`` rests on
     the committed cells."""
@@ -564,7 +560,7 @@ def rank_report(
         glorot_better=n_better,
         depth_rank1_max=max(max(v.values()) for v in depth.values()),
     )
-    return glue, table
+    return tables.Overview(table, glue)
 
 
 def scale_one_last(cells: Sequence[Mapping]) -> list[dict]:
