@@ -228,7 +228,8 @@ def test_aitken_limit_extrapolates_a_geometric_sequence():
 
 def test_svi_summary_tables_svi_against_the_exact_fit():
     svi = {2: dict(nu=0.81, elbo=-10.0, ratio=1.2), 3: dict(nu=0.7, elbo=-11.0, ratio=1.5)}
-    table, glue = evidence.svi_summary(svi, (1, 2, 3), [0.9, 0.8, 0.7])
+    shown = evidence.svi_summary(svi, (1, 2, 3), [0.9, 0.8, 0.7])
+    table, glue = shown.table, shown.glue
     assert glue == {"svi_ratio_max": 1.5} and "0.8000" in table and len(table.splitlines()) == 4
     with pytest.raises(ValueError, match="lacks depth"):
         evidence.svi_summary({4: svi[2]}, (1, 2, 3), [0.9, 0.8, 0.7])

@@ -113,7 +113,8 @@ def test_shrinkage_sees_u_shrink_tenfold(tiny_cfg):
 
 
 def test_ess_budget_grows_with_the_draws_for_independent_draws(tiny_cfg):
-    table, values = posterior_runs.ess_budget(RUNS, tiny_cfg)
+    shown = posterior_runs.ess_budget(RUNS, tiny_cfg)
+    table, values = shown.table, shown.glue
     assert table.splitlines()[0] == "| draws per chain | 5 | 10 | 20 | 40 |"
     assert values["ess_doubling_small"] > 1.2  # independent draws: about 2
     assert values["draws_needed_2"] == pytest.approx(
@@ -127,7 +128,8 @@ def test_rhat_matching_units_removes_a_relabelling():
     relabelled = {3: {"u": np.concatenate([u, u[:, :, [2, 0, 1]]])}}
     rhats = posterior_runs.rhat_diagnostics(relabelled, {3: 40.0})
     assert np.median(rhats[3]["rhat_raw"]) > 1.5 and np.median(rhats[3]["rhat_aligned"]) < 1.1
-    table, values = posterior_runs.rhat_table(rhats, 40)
+    shown = posterior_runs.rhat_table(rhats, 40)
+    table, values = shown.table, shown.glue
     assert set(values) == {"rhat_raw_3", "rhat_aligned_3"} and "of 40 draws" in table
 
 

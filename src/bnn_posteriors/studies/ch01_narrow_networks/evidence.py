@@ -17,7 +17,7 @@ import numpy as np
 
 from bnn_posteriors.claims.checking import Evidence
 from bnn_posteriors.site.settings_classes import NarrowNetworksSettings
-from bnn_posteriors.site.tables import markdown_table
+from bnn_posteriors.site.tables import Overview, markdown_table
 from bnn_posteriors.studies.ch01_narrow_networks.narrow_posterior import collapse_depth
 
 
@@ -403,9 +403,9 @@ def c1_4_c1_5_evidence(
     )
 
 
-def svi_summary(svi: Mapping[int, Mapping], depths: Sequence[int], nu_exact) -> tuple[str, dict]:
-    """The stochastic-SVI cross-check of the exact MFVI fit: a Markdown table and the glue
-    ``svi_ratio_max``. ``svi``: :func:`narrow_posterior.svi_over_depth`; ``nu_exact``: the
+def svi_summary(svi: Mapping[int, Mapping], depths: Sequence[int], nu_exact) -> Overview:
+    """The stochastic-SVI cross-check of the exact MFVI fit, an :class:`Overview`: a table and
+    the glue ``svi_ratio_max``. ``svi``: :func:`narrow_posterior.svi_over_depth`; ``nu_exact``: the
     exact fits' ν over ``depths`` (which include every SVI depth)."""
     _nonempty("svi", svi)
     _has_depths("depths", dict.fromkeys(depths), list(svi))
@@ -415,7 +415,9 @@ def svi_summary(svi: Mapping[int, Mapping], depths: Sequence[int], nu_exact) -> 
         (depth, f"{r['nu']:.4f}", f"{exact[depth]:.4f}", f"{r['elbo']:.3f}", f"{r['ratio']:.3f}")
         for depth, r in svi.items()
     ]
-    return markdown_table(header, rows), {"svi_ratio_max": max(r["ratio"] for r in svi.values())}
+    return Overview(
+        markdown_table(header, rows), {"svi_ratio_max": max(r["ratio"] for r in svi.values())}
+    )
 
 
 def c1_6_rate_evidence(suppression: Mapping, sigma: float) -> Evidence:

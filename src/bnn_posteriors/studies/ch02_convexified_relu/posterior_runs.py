@@ -225,13 +225,13 @@ def shrinkage(rng_key, runs: dict, cfg: ConvexifiedReluSettings) -> tuple[dict, 
     return per_width, shrink, ess_all
 
 
-def ess_budget(runs: dict, cfg: ConvexifiedReluSettings) -> tuple[str, dict]:
+def ess_budget(runs: dict, cfg: ConvexifiedReluSettings) -> tables.Overview:
     """The median within-chain ESS of u on the first 1/8, 1/4, 1/2 and all draws of each chain.
 
-    Returns a Markdown table (one row per width) and the values the prose cites: the ESS
-    per draw, the draws per chain the gate would need at that rate, ``cfg.min_ess ·
-    num_samples / ESS``, and the factor by which doubling the draws multiplied the ESS
-    (2 for chains that mix).
+    Returns an :class:`~bnn_posteriors.site.tables.Overview`: a Markdown table (one row per
+    width) and the values the prose cites: the ESS per draw, the draws per chain the gate would
+    need at that rate, ``cfg.min_ess · num_samples / ESS``, and the factor by which doubling
+    the draws multiplied the ESS (2 for chains that mix).
     """
     small, large = cfg.widths_hidden[0], cfg.widths_hidden[-1]
     counts = [cfg.num_samples // k for k in (8, 4, 2, 1)]
@@ -249,7 +249,7 @@ def ess_budget(runs: dict, cfg: ConvexifiedReluSettings) -> tuple[str, dict]:
         "ess_doubling_large": growth[large][-1] / growth[large][-2],
         "num_warmup": cfg.num_warmup,
     }
-    return table, values
+    return tables.Overview(table, values)
 
 
 def rhat_diagnostics(runs: dict, ess_all: dict) -> dict:
@@ -269,9 +269,10 @@ def rhat_diagnostics(runs: dict, ess_all: dict) -> dict:
     }
 
 
-def rhat_table(rhats: dict, num_samples: int) -> tuple[str, dict]:
-    """A Markdown table of the median R-hat, raw and after matching, and the within-chain
-    ESS per width; and the medians to glue (``rhat_raw_<H>``, ``rhat_aligned_<H>``)."""
+def rhat_table(rhats: dict, num_samples: int) -> tables.Overview:
+    """An :class:`~bnn_posteriors.site.tables.Overview`: a Markdown table of the median R-hat,
+    raw and after matching, and the within-chain ESS per width; and the medians to glue
+    (``rhat_raw_<H>``, ``rhat_aligned_<H>``)."""
     rows, values = [], dict[str, float]()
     for width, d in rhats.items():
         raw, aligned = (float(np.median(d[f"rhat_{k}"])) for k in ("raw", "aligned"))
@@ -283,4 +284,4 @@ def rhat_table(rhats: dict, num_samples: int) -> tuple[str, dict]:
         "median R-hat, units matched",
         f"median within-chain ESS (of {num_samples} draws)",
     ]
-    return tables.markdown_table(header, rows, align="rrrr"), values
+    return tables.Overview(tables.markdown_table(header, rows, align="rrrr"), values)
