@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import pytest
+
+from bnn_posteriors.site import profiles
 
 # The whole test session in one process died twice of a segmentation fault inside XLA
 # (jax/jaxlib 0.10.2, CPU): once in `executable.serialize()` of the persistent compilation
@@ -28,6 +32,18 @@ def _release_compiled_programs():
     """Drop every compiled program after each test module (see the comment above)."""
     yield
     jax.clear_caches()
+
+
+@pytest.fixture(scope="session")
+def settings_with():
+    """A factory: ``settings_with(cls, profile="quick", **changes)``, the real settings of the
+    chapter whose settings class is ``cls`` (:func:`profiles.settings_of`) with the given
+    fields replaced (``dataclasses.replace``), so a test states only what it changes."""
+
+    def make(cls, profile="quick", **changes):
+        return dataclasses.replace(profiles.settings_of(cls, profile), **changes)
+
+    return make
 
 
 @pytest.fixture

@@ -4,23 +4,16 @@ tests' numbers as they are)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
-from bnn_posteriors.site import profiles
 from bnn_posteriors.site.settings_classes import ConvexifiedReluSettings
 
 
-def _quick(**changes) -> ConvexifiedReluSettings:
-    quick = profiles.settings_of(ConvexifiedReluSettings, "quick")
-    return dataclasses.replace(quick, **changes)
-
-
 @pytest.fixture
-def cfg() -> ConvexifiedReluSettings:
+def cfg(settings_with) -> ConvexifiedReluSettings:
     """The settings the evidence tests read: widths 8 and 64, an ESS gate of 100 of 200 draws."""
-    return _quick(
+    return settings_with(
+        ConvexifiedReluSettings,
         widths_hidden=(8, 64),
         lemma_datasets=("airfoil",),
         lemma_widths=(2, 8),
@@ -41,10 +34,11 @@ def cfg() -> ConvexifiedReluSettings:
 
 
 @pytest.fixture
-def tiny_cfg() -> ConvexifiedReluSettings:
+def tiny_cfg(settings_with) -> ConvexifiedReluSettings:
     """Tiny budgets for the runs' tests: widths 2 and 3 (those of test_posterior_runs' RUNS),
     40 draws per chain and an ESS gate of 10."""
-    return _quick(
+    return settings_with(
+        ConvexifiedReluSettings,
         widths_hidden=(2, 3),
         tau=1.0,
         num_chains=2,

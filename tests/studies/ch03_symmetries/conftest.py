@@ -4,23 +4,16 @@ tests' numbers as they are)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
-from bnn_posteriors.site import profiles
 from bnn_posteriors.site.settings_classes import SymmetriesSettings
 
 
-def _quick(**changes) -> SymmetriesSettings:
-    quick = profiles.settings_of(SymmetriesSettings, "quick")
-    return dataclasses.replace(quick, **changes)
-
-
 @pytest.fixture
-def cfg() -> SymmetriesSettings:
+def cfg(settings_with) -> SymmetriesSettings:
     """The settings the evidence tests read: 4 chains, 3 adjusted runs per τ² of the scan."""
-    return _quick(
+    return settings_with(
+        SymmetriesSettings,
         tau2s=(1.0, 0.1, 0.01, 0.001),
         tau2s_figure=(1.0, 0.1),
         n_max=200,
@@ -33,10 +26,11 @@ def cfg() -> SymmetriesSettings:
 
 
 @pytest.fixture
-def tiny_cfg() -> SymmetriesSettings:
+def tiny_cfg(settings_with) -> SymmetriesSettings:
     """Tiny budgets for the runs' tests (12 rows, 2 chains of 20 draws, 50 SVI steps); its
     ``dataset`` names no data set: the test that loads one replaces the loader."""
-    return _quick(
+    return settings_with(
+        SymmetriesSettings,
         dataset="toy",
         seed=0,
         n_max=12,

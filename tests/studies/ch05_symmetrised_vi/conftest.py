@@ -3,21 +3,17 @@ expected numbers assume (so a change of the profile leaves the tests' numbers as
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
-from bnn_posteriors.site import profiles
 from bnn_posteriors.site.settings_classes import SymmetrisedVISettings
 
 
 @pytest.fixture
-def tiny_cfg() -> SymmetrisedVISettings:
+def tiny_cfg(settings_with) -> SymmetrisedVISettings:
     """Tiny budgets for the runs' tests: widths 2 and 3 on 12 toy points, 2 paired seeds of
     5 SVI steps; MNIST at width 2 on 6 images pooled 4 × 4, with the exact I."""
-    quick = profiles.settings_of(SymmetrisedVISettings, "quick")
-    return dataclasses.replace(
-        quick,
+    return settings_with(
+        SymmetrisedVISettings,
         toy_n_train=12,
         toy_n_test=8,
         toy_noise=0.2,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 
 import pytest
 
-from bnn_posteriors.site import profiles
+from bnn_posteriors.site.settings_classes import MetricBNNSettings
 
 TINY = dict(  # tiny budgets: the studies run in seconds
     seed=0,
@@ -58,14 +58,9 @@ TINY = dict(  # tiny budgets: the studies run in seconds
 
 
 @pytest.fixture(scope="session")
-def quick_cfg():
-    """A factory: ``profiles.settings("06_metricbnn", "quick")`` with the given fields
-    replaced (``dataclasses.replace``)."""
-
-    def make(**over):
-        return dataclasses.replace(profiles.settings("06_metricbnn", "quick"), **over)
-
-    return make
+def quick_cfg(settings_with):
+    """A factory: chapter 6's quick settings with the given fields replaced."""
+    return functools.partial(settings_with, MetricBNNSettings)
 
 
 @pytest.fixture(scope="session")

@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 
 import pytest
 
-from bnn_posteriors.site import profiles
+from bnn_posteriors.site.settings_classes import SamplingInPracticeSettings
 
 
 @pytest.fixture(scope="session")
-def make_cfg():
-    """A factory: ``profiles.settings("07_sampling_in_practice", profile)`` (quick unless
-    ``profile`` says) with the given fields replaced (``dataclasses.replace``)."""
-
-    def make(profile="quick", **over):
-        cfg = profiles.settings("07_sampling_in_practice", profile)
-        return dataclasses.replace(cfg, **over)
-
-    return make
+def make_cfg(settings_with):
+    """A factory: chapter 7's settings (quick unless ``profile`` says) with the given fields
+    replaced."""
+    return functools.partial(settings_with, SamplingInPracticeSettings)

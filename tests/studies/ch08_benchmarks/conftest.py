@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
-from bnn_posteriors.site import profiles
+from bnn_posteriors.site.settings_classes import BenchmarksSettings
 
 
 @pytest.fixture
-def cfg():
+def cfg(settings_with):
     """Chapter 8's quick settings with tiny budgets, one data set (airfoil, whole: no
     ``n_max``) and one split."""
-    return dataclasses.replace(
-        profiles.settings("08_benchmarks", "quick"),
+    return settings_with(
+        BenchmarksSettings,
         seed=3,
         widths_hidden=(4,),
         prior_scale=1.0,

@@ -3,24 +3,21 @@ data files)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import numpy as np
 import pytest
 
-from bnn_posteriors.site import profiles
+from bnn_posteriors.site.settings_classes import GGNNullSpaceSettings
 from bnn_posteriors.studies.ch09_ggn_null_space import study
 
 
 @pytest.fixture(scope="session")
-def make_cfg():
-    """A factory: ``profiles.settings(chapter, "quick")`` with the given fields replaced
-    (``dataclasses.replace``); chapter 9's unless ``chapter`` names another (the tie back
-    takes chapter 6's)."""
+def make_cfg(settings_with):
+    """A factory: the quick settings of chapter 9 (or of the chapter whose settings class
+    ``cls`` is: the tie back takes chapter 6's) with the given fields replaced."""
 
-    def make(chapter="09_ggn_null_space", **over):
-        return dataclasses.replace(profiles.settings(chapter, "quick"), **over)
+    def make(cls=GGNNullSpaceSettings, **over):
+        return settings_with(cls, **over)
 
     return make
 

@@ -10,6 +10,7 @@ import pytest
 from bnn_posteriors.claims import checking
 from bnn_posteriors.data import loaders
 from bnn_posteriors.inference import ggn_null_space as ns
+from bnn_posteriors.site.settings_classes import MetricBNNSettings
 from bnn_posteriors.studies.ch06_metricbnn import experiments as ch6
 from bnn_posteriors.studies.ch09_ggn_null_space import study, tie_back
 
@@ -18,7 +19,7 @@ from bnn_posteriors.studies.ch09_ggn_null_space import study, tie_back
 def cfg6(make_cfg):
     """Chapter 6's quick settings (the tie back's) with tiny UCI budgets."""
     return make_cfg(
-        "06_metricbnn",
+        MetricBNNSettings,
         uci_hidden=(4,),
         prior_precision=1.0,
         uci_map_steps=50,
