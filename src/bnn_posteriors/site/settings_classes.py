@@ -132,6 +132,7 @@ class ElboTemperingSettings(Settings):
     learning_rate: float
     p_fractions: tuple[float, ...]
     p_width: int
+    p_n_max: int
     limit_widths: tuple[int, ...]
     family_draws: int
     mnist_n_test: int

@@ -217,6 +217,21 @@ def test_fit_over_p_reuses_the_full_fit_and_reads_back(fitted):
         study.fit_over_p(KEY, KEY, fits, ps, width=16, tau=0.1, **FIT)
 
 
+@pytest.mark.slow
+def test_fit_over_p_on_sets_without_fits_fits_every_m(fitted):
+    sets, fits, _ = fitted
+    ps = study.subsample_sizes(10, (0.5, 1.0))
+    by_p = study.fit_over_p(KEY, KEY, sets, ps, width=4, tau=0.1, **FIT)
+    reused = study.fit_over_p(KEY, KEY, fits, ps, width=4, tau=0.1, **FIT)
+    assert set(by_p["one", 0]) == {5, 10}
+    assert by_p["one", 0][5] == reused["one", 0][5]  # the same keys at m < p
+    # m = p fitted anew (its own keys), not the fit over the widths: close, not the same
+    fresh, kept = by_p["one", 0][10], reused["one", 0][10]
+    assert fresh["kl"] != kept["kl"] and fresh["kl"] == pytest.approx(kept["kl"], rel=0.5)
+    with pytest.raises(ValueError, match="largest p"):
+        study.fit_over_p(KEY, KEY, sets, np.array([5, 9]), width=4, tau=0.1, **FIT)
+
+
 # --------------------------------------------------------------------------- reading the fits
 
 

@@ -317,7 +317,7 @@ def c42_evidence(
     ``c42_tol``); gated on the readings deciding. Second (``data-term-linear``): |slope of D
     over the whole range of p − 1|, against the catalogue's bound.
     """
-    sets, ns, reps, p = names(fits), widths(fits), repeats(fits), regression.common_p(fits)
+    sets, ns, reps, p = names(fits), widths(fits), repeats(fits), int(ps[-1])
     widths_ = np.array(ns)
     terms = ("KL over N", "D over N", "D over p")
     tail_bound = catalogue_check("C4.2", "tail")["bound"]

@@ -238,18 +238,25 @@ def fit_over_p(key_init, key_fit, fits: dict, ps, *, width: int, tau: float, **f
     """Tempered q* at ``width`` neurons on the first m training rows of every set, m in ``ps``.
 
     η = τ m / N; set k at m starts from ``fold_in(key_init, m · sets + k)``, all sets are
-    fitted together with key ``fold_in(key_fit, m)``; m = p (the last of ``ps``) is the
-    tempered fit at this width of :func:`fit_over_widths`. ``fit`` as there. Returns
-    ``{(name, r): {m: closed-form terms}}``.
+    fitted together with key ``fold_in(key_fit, m)``. ``fits``: the fits of
+    :func:`fit_over_widths`, whose tempered fit at this width is the one at m = p (the last of
+    ``ps``), or sets of :func:`regression_sets` without fits (larger cuts of the data), on
+    which m = p is fitted too. ``fit`` as there. Returns ``{(name, r): {m: closed-form
+    terms}}``.
     """
     p = common_p(fits)
-    if ps[-1] != p or not any(r["N"] == width for f in fits.values() for r in f["rows"]):
+    fitted = all("rows" in f for f in fits.values())
+    at_width = not fitted or any(r["N"] == width for f in fits.values() for r in f["rows"])
+    if ps[-1] != p or not at_width:
         raise ValueError("the largest p must be the full training set and width one of the widths")
     keys = list(fits)
-    by_p = {
-        k: {p: next(r for r in fits[k]["rows"] if r["tempered"] and r["N"] == width)} for k in keys
+    by_p: dict = {
+        k: {p: next(r for r in fits[k]["rows"] if r["tempered"] and r["N"] == width)}
+        if fitted
+        else {}
+        for k in keys
     }
-    for m in (int(m) for m in ps[:-1]):
+    for m in (int(m) for m in (ps[:-1] if fitted else ps)):
         eta_m = tempering.balanced_temperature(m, width, tau)
         init_keys = [jax.random.fold_in(key_init, m * len(keys) + k) for k in range(len(keys))]
         q_m = _fit_sets(init_keys, jax.random.fold_in(key_fit, m), fits, m, width, [eta_m], fit)
