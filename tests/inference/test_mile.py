@@ -350,3 +350,45 @@ def test_categorical_log_density_and_run_bde():
             likelihood="categorical",
             heteroscedastic=True,
         )
+
+
+@pytest.mark.slow
+def test_fixed_noise_log_density_and_run_bde():
+    """noise_scale: the mean regression with a declared σ (no log_sigma site), its log joint the
+    model's and a hand-written one, and its chains."""
+    x, y = _data()
+    params, _ = ensembles.train_ensemble(
+        jax.random.PRNGKey(0), x, y, x, y, widths=WIDTHS, n_members=2, max_epochs=20
+    )
+    starts = mile.warm_start_positions(params, fixed_noise=True)
+    assert "log_sigma" not in starts
+    pos = jax.tree.map(lambda a: a[0], starts)
+    spec = models.MLP(WIDTHS, noise_scale=0.3)
+    logdensity, _, _ = mcmc.log_joint_fn(jax.random.PRNGKey(0), spec.model, spec.kwargs(x, y))
+    value = mile.log_density(pos, x, y, widths=WIDTHS, noise_scale=0.3)
+    np.testing.assert_allclose(value, logdensity(pos), rtol=1e-6)
+    from jax.scipy.stats import norm
+
+    flat = jnp.concatenate([jnp.ravel(v) for v in jax.tree.leaves(pos)])
+    mean = nets.mlp_apply(mile.params_of(pos), x)[:, 0]
+    expected = norm.logpdf(flat).sum() + norm.logpdf(y, mean, 0.3).sum()
+    np.testing.assert_allclose(value, expected, rtol=1e-5)
+    out = mile.run_bde(
+        jax.random.PRNGKey(1),
+        x,
+        y,
+        starts,
+        widths=WIDTHS,
+        tuning_steps=100,
+        sampling_steps=20,
+        thinning=5,
+        noise_scale=0.3,
+    )
+    assert out["samples"]["W0"].shape == (2, 4, 2, 4) and "log_sigma" not in out["samples"]
+    assert np.all(np.isfinite(out["logdensity"]))
+    with pytest.raises(ValueError, match="log_sigma must be None"):
+        mile.warm_start_positions(params, 0.0, fixed_noise=True)
+    with pytest.raises(ValueError, match="mean regression only"):
+        labels = (x[:, 0] > 0).astype(np.int32)
+        mile.run_bde(jax.random.PRNGKey(1), x, labels, starts, widths=(2, 4, 2), noise_scale=0.3,
+                     likelihood="categorical")  # fmt: skip

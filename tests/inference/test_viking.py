@@ -177,6 +177,23 @@ def test_fit_viking_runs_the_named_optimiser(small, monkeypatch):
     assert not np.allclose(np.asarray(a.theta), np.asarray(r.theta))
 
 
+def test_fit_viking_holds_a_declared_prior_precision_fixed(small):
+    """``learn_prior_precision=False`` keeps α at exp(init_log_precision) (a declared prior)
+    while θ̂ and σ_im train; the default learns α, as the authors do."""
+    theta, model_fn, x, _, _ = small
+    y = jnp.sin(3 * x[:, 0])
+    kwargs = dict(noise_scale=0.3, num_steps=50, num_mc_samples=2, init_log_precision=math.log(2.0))
+    key = jax.random.PRNGKey(1)
+    held = vk.fit_viking(key, model_fn, theta, x, y, learn_prior_precision=False, **kwargs)
+    learnt = vk.fit_viking(key, model_fn, theta, x, y, **kwargs)
+    assert held.prior_precision == pytest.approx(2.0, rel=1e-12)
+    assert learnt.prior_precision != pytest.approx(2.0, rel=1e-3)
+    assert not np.allclose(np.asarray(held.theta), np.asarray(theta))  # θ̂ still trains
+    assert held.scale_image != pytest.approx(math.exp(-2.0), rel=1e-3)  # and σ_im
+    with pytest.raises(TypeError, match="learn_prior_precision"):
+        vk.fit_viking(jax.random.PRNGKey(1), model_fn, theta, x, y, learn_prior_precision="no")
+
+
 @pytest.mark.slow
 def test_linearised_predictive_is_zero_in_the_kernel_at_the_training_inputs(small):
     theta, model_fn, x, jac, proj = small

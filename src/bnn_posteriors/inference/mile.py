@@ -77,12 +77,14 @@ def log_density(
     activation: str = "relu",
     heteroscedastic: bool = False,
     likelihood: str = "gaussian",
+    noise_scale: float | None = None,
 ):
     """log p(y, θ) of mean regression with log σ sampled ([SAP] §5, App. D.1).
 
     Every weight and bias ~ N(0, prior_scale²), log σ ~ N(0, 1), y_i ~ N(f_θ(x_i), σ²):
     the log joint of :func:`bnn_posteriors.models.numpyro_models.mlp_regression`
-    (``noise_scale=None``).
+    (``noise_scale=None``); with a ``noise_scale`` σ is that fixed value and the positions
+    have no ``log_sigma`` site (a declared noise, as a target posterior may fix it).
     ``position``: dict of sites ``W{i}`` (d_in, d_out), ``b{i}`` (d_out,), ``log_sigma`` ().
     ``heteroscedastic``: the two-output model, y_i ~ N(f_0(x_i), σ(x_i)²) with σ(x) =
     clip(exp f_1(x), 1e-6, 1e6); no ``log_sigma`` site. ``likelihood="categorical"``: the
@@ -94,23 +96,31 @@ def log_density(
         activation=activation,
         prior_scale=prior_scale,
         heteroscedastic=heteroscedastic,
+        noise_scale=noise_scale,
     )
     return -potential_energy(spec.model, (), spec.kwargs(x, y), position)
 
 
-def _has_log_sigma(heteroscedastic: bool, likelihood: str) -> bool:
-    """Whether the model's positions have the site ``log_sigma`` (mean regression only)."""
-    return likelihood == "gaussian" and not heteroscedastic
+def _has_log_sigma(heteroscedastic: bool, likelihood: str, noise_scale=None) -> bool:
+    """Whether the model's positions have the site ``log_sigma`` (mean regression with σ
+    sampled only)."""
+    return likelihood == "gaussian" and not heteroscedastic and noise_scale is None
 
 
 def warm_start_positions(
-    params: list[dict], log_sigma=None, heteroscedastic: bool = False, likelihood: str = "gaussian"
+    params: list[dict],
+    log_sigma=None,
+    heteroscedastic: bool = False,
+    likelihood: str = "gaussian",
+    fixed_noise: bool = False,
 ) -> dict:
     """Ensemble parameters (leading member axis) → MCMC positions (leading chain axis).
 
     Sites ``W{i}``, ``b{i}`` and ``log_sigma`` (members,), as :func:`log_density` and
     :func:`bnn_posteriors.inference.mcmc.nuts` expect. ``log_sigma``: a number or one per
-    member (None: 0, i.e. σ = 1, the noise the members were trained with).
+    member (None: 0, i.e. σ = 1, the noise the members were trained with). ``fixed_noise``:
+    the model fixes σ (:func:`log_density`'s ``noise_scale``), so there is no ``log_sigma``
+    site and ``log_sigma`` must be None.
     ``heteroscedastic``: members with two outputs
     (:func:`~bnn_posteriors.inference.ensembles.train_ensemble` with
     ``heteroscedastic=True``); the positions then have no ``log_sigma`` site, and
@@ -122,6 +132,8 @@ def warm_start_positions(
         raise ValueError("heteroscedastic positions have no log_sigma site: log_sigma must be None")
     if likelihood == "categorical" and log_sigma is not None:
         raise ValueError("classifier positions have no log_sigma site: log_sigma must be None")
+    if fixed_noise and log_sigma is not None:
+        raise ValueError("a fixed noise scale has no log_sigma site: log_sigma must be None")
     n = params[0]["W"].shape[0]
     position = {}
     for i, layer in enumerate(params):
@@ -136,7 +148,7 @@ def warm_start_positions(
         )
     elif likelihood == "categorical":
         models.classification_widths([params[0]["W"].shape[1], *(p["W"].shape[2] for p in params)])
-    else:
+    elif not fixed_noise:
         log_sigma = 0.0 if log_sigma is None else log_sigma
         position["log_sigma"] = jnp.broadcast_to(jnp.asarray(log_sigma, jnp.float32), (n,))
     return position
@@ -180,15 +192,24 @@ def predict(samples: dict, x, activation: str = "relu"):
 
 
 @functools.lru_cache(maxsize=64)
-def _unravel(widths: tuple, heteroscedastic: bool = False, likelihood: str = "gaussian"):
+def _unravel(
+    widths: tuple, heteroscedastic: bool = False, likelihood: str = "gaussian", noise_scale=None
+):
     """Flat vector → sites of the MLP with ``widths`` (the order of ``ravel_pytree``)."""
-    return ravel_pytree(_site_shapes(widths, heteroscedastic, likelihood))[1]
+    return ravel_pytree(_site_shapes(widths, heteroscedastic, likelihood, noise_scale))[1]
 
 
 def _flat_logdensity(
-    x, y, prior_scale, widths, activation, heteroscedastic=False, likelihood="gaussian"
+    x,
+    y,
+    prior_scale,
+    widths,
+    activation,
+    heteroscedastic=False,
+    likelihood="gaussian",
+    noise_scale=None,
 ):
-    unravel = _unravel(widths, heteroscedastic, likelihood)
+    unravel = _unravel(widths, heteroscedastic, likelihood, noise_scale)
 
     def logdensity(z):
         return log_density(
@@ -200,6 +221,7 @@ def _flat_logdensity(
             activation=activation,
             heteroscedastic=heteroscedastic,
             likelihood=likelihood,
+            noise_scale=noise_scale,
         )
 
     return logdensity
@@ -249,6 +271,7 @@ def run_bde(
     cache: bool | Path = False,
     heteroscedastic: bool = False,
     likelihood: str = "gaussian",
+    noise_scale: float | None = None,
 ):
     """Bayesian deep ensemble by MILE: one tuned MCLMC chain per warm start ([SAP] App. D.1).
 
@@ -265,7 +288,8 @@ def run_bde(
     the two-output model of :func:`log_density` (``widths`` = (d_in, hidden..., 2)); warm
     starts and samples then have no ``log_sigma`` site; so with ``likelihood="categorical"``
     (the classifier of :func:`log_density`, ``widths`` = (d_in, hidden..., classes), ``y_train``
-    integer labels).
+    integer labels). ``noise_scale``: a fixed σ of the mean regression (the positions then have
+    no ``log_sigma`` site; None: log σ sampled, [SAP]'s model).
 
     Returns a dict: ``samples`` (sites ``W{i}``, ``b{i}``, ``log_sigma`` with shape
     (chains, sampling_steps // thinning, ...)), ``logdensity`` (chains, samples),
@@ -281,6 +305,10 @@ def run_bde(
     if heteroscedastic:
         models.regression_widths(widths, True)
     x, y = check_xy(x_train, y_train, "run_bde", widths[0], likelihood if categorical else None)
+    if noise_scale is not None:
+        if categorical or heteroscedastic:
+            raise ValueError("run_bde: a fixed noise_scale is for the mean regression only")
+        noise_scale = float(positive("noise_scale", noise_scale, where="run_bde"))
     scales = np.asarray(prior_scale, dtype=np.float64)
     if scales.ndim > 1:
         raise ValueError(f"prior_scale must be a number or one per chain, got shape {scales.shape}")
@@ -291,23 +319,26 @@ def run_bde(
     sampling_steps = positive_int("sampling_steps", sampling_steps, thinning)
     n_kept = sampling_steps // thinning
     # a site that gives the chain count
-    chain_site = "log_sigma" if _has_log_sigma(heteroscedastic, likelihood) else "W0"
+    chain_site = "log_sigma" if _has_log_sigma(heteroscedastic, likelihood, noise_scale) else "W0"
     if not isinstance(warm_starts, dict) or chain_site not in warm_starts:
         raise TypeError("warm_starts must be a dict of sites with a leading chain axis")
     n_chains = warm_starts[chain_site].shape[0]
     if scales.ndim == 1 and scales.shape[0] != n_chains:
         raise ValueError(f"prior_scale has {scales.shape[0]} entries for {n_chains} chains")
     template = jax.tree.map(lambda a: a[0], warm_starts)
-    shapes = {k: v.shape for k, v in _site_shapes(widths, heteroscedastic, likelihood).items()}
+    sites = _site_shapes(widths, heteroscedastic, likelihood, noise_scale)
+    shapes = {k: v.shape for k, v in sites.items()}
     if {k: jnp.shape(v) for k, v in template.items()} != shapes:
         raise ValueError(f"warm_starts do not match widths {widths}: expected sites {shapes}")
-    unravel = _unravel(widths, heteroscedastic, likelihood)
+    unravel = _unravel(widths, heteroscedastic, likelihood, noise_scale)
     z0 = jax.vmap(lambda p: ravel_pytree(p)[0])(warm_starts)
     if not bool(jnp.all(jnp.isfinite(z0))):
         raise ValueError("warm_starts must be finite")
     spec: tuple = (widths, activation, True) if heteroscedastic else (widths, activation)
     if categorical:
         spec = (widths, activation, False, likelihood)
+    if noise_scale is not None:
+        spec = (widths, activation, False, likelihood, noise_scale)
     mesh = sharding.chain_mesh(devices)
     xr, yr = sharding.replicate((x, y), mesh)
     per_chain = scales.ndim == 1
@@ -324,6 +355,8 @@ def run_bde(
         config["heteroscedastic"] = True
     if categorical:  # likewise
         config["likelihood"] = likelihood
+    if noise_scale is not None:  # likewise
+        config["noise_scale"] = noise_scale
     if directory is None and not progress:
         keys_s, _ = sharding.shard_chains(keys, mesh)
         z_s, _ = sharding.shard_chains(z0, mesh)
@@ -399,12 +432,14 @@ def run_bde(
     }
 
 
-def _site_shapes(widths, heteroscedastic: bool = False, likelihood: str = "gaussian") -> dict:
+def _site_shapes(
+    widths, heteroscedastic: bool = False, likelihood: str = "gaussian", noise_scale=None
+) -> dict:
     shapes = {}
     for i, (a, b) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
         shapes[f"W{i}"] = jnp.zeros((a, b))
         shapes[f"b{i}"] = jnp.zeros((b,))
-    if _has_log_sigma(heteroscedastic, likelihood):
+    if _has_log_sigma(heteroscedastic, likelihood, noise_scale):
         shapes["log_sigma"] = jnp.zeros(())
     return shapes
 

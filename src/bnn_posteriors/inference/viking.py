@@ -180,10 +180,15 @@ def fit_viking(
     kl_weight: float = 1.0,
     rtol: float | None = None,
     optimiser: str = "adam",
+    learn_prior_precision: bool = True,
 ) -> VikingPosterior:
     """Fit VIKING by ``optimiser`` on :func:`negative_elbo` (``optim.minimise``) from
     ``theta_init``: ``"adam"`` (the authors' ``examples/sinusoid.py``) or ``"radam"``
     (``optax.radam``, their ``examples/mnist.py``), at ``learning_rate``.
+
+    ``learn_prior_precision``: train log α with θ̂ and log σ_im, as the authors do (True), or
+    hold α = exp(``init_log_precision``) fixed (False: the prior of a declared posterior, so
+    that only θ̂ and σ_im approximate it).
 
     R = P − rank J at ``theta_init`` (numerical rank: singular values above rtol·σ_max, as
     :func:`.ggn_null_space.kernel_projector`); the defaults are those of the authors'
@@ -220,7 +225,15 @@ def fit_viking(
         "log_scale_image": jnp.asarray(init_log_scale_image, theta.dtype),
     }
 
+    if not isinstance(learn_prior_precision, bool):
+        raise TypeError(
+            "fit_viking: learn_prior_precision must be True or False, "
+            f"got {learn_prior_precision!r}"
+        )
+
     def loss(p, key):
+        if not learn_prior_precision:  # a zero gradient: Adam and RAdam leave log α as it is
+            p = {**p, "log_precision": jax.lax.stop_gradient(p["log_precision"])}
         return negative_elbo(
             p,
             key,

@@ -198,6 +198,39 @@ def test_null_space_draws_leave_the_training_points_fixed():
     assert _sd(out, "test") < 1e-3 * _sd(out, "grid") and _sd(out, "grid") > 0
 
 
+def test_tune_prior_false_keeps_the_problems_prior_precision(monkeypatch):
+    """The null-space LA and VIKING approximate the declared posterior with tune_prior=False:
+    α = 1/prior_scale² reaches the projected draws and VIKING's fit, untrained; with True the
+    null-space LA takes the evidence's α and VIKING learns it, as their papers do."""
+    prob = problems.Problem(
+        "p", "prior scale 2", MLP((1, 3, 1), activation="tanh", prior_scale=2.0), X, Y, X[:3], Y[:3]
+    )
+    seen = {}
+    projected, fit_viking = ap.ns.projected_samples, ap.vk.fit_viking
+
+    def spy_projected(key, mean, projector, precision, num):
+        seen["projected"] = float(precision)
+        return projected(key, mean, projector, precision, num)
+
+    def spy_viking(*args, **kwargs):
+        seen["viking"] = (kwargs["learn_prior_precision"], kwargs["init_log_precision"])
+        return fit_viking(*args, **{**kwargs, "num_steps": 2})
+
+    monkeypatch.setattr(ap.ns, "projected_samples", spy_projected)
+    monkeypatch.setattr(ap.vk, "fit_viking", spy_viking)
+    small = dict(map_steps=20, num_samples=4)
+    ap.null_space_laplace(KEY, prob, tune_prior=False, **small)
+    assert seen["projected"] == pytest.approx(0.25)
+    ap.null_space_laplace(KEY, prob, tune_prior=True, **small)
+    assert seen["projected"] != pytest.approx(0.25)  # the evidence's α
+    ap.viking(KEY, prob, tune_prior=False, num_steps=2, num_mc_samples=2, **small)
+    assert seen["viking"] == (False, pytest.approx(np.log(0.25)))
+    ap.viking(KEY, prob, num_steps=2, num_mc_samples=2, **small)
+    assert seen["viking"][0] is True
+    with pytest.raises(TypeError, match="tune_prior must be true or false"):
+        ap.null_space_laplace(KEY, prob, tune_prior="no", **small)
+
+
 @pytest.mark.slow
 def test_viking_draws_have_its_linearised_predictive_variance():
     out = fit("viking", "regression").predictive["grid"]

@@ -151,10 +151,19 @@ def _mile_ensemble_gradients() -> float:
     return fit.gradient_evaluations
 
 
-def test_mile_refuses_a_model_it_cannot_sample():
+def test_mile_samples_a_declared_noise_scale():
+    """A problem that fixes σ: MILE's chains have no log σ and every draw carries that σ."""
     fixed = _regression(MLP((1, 8, 1), activation="tanh", noise_scale=0.1))
-    with pytest.raises(ValueError, match="MILE samples the MLP"):
-        samplers.mile(KEY, fixed, **SETTINGS["mile"])
+    fit = samplers.mile(KEY, fixed, **SETTINGS["mile"])
+    pred = fit.predictive["test"]
+    assert pred["f"].shape == (DRAWS["mile"], len(X_REG)) and np.all(np.isfinite(pred["f"]))
+    np.testing.assert_array_equal(pred["noise_scale"], np.float32(0.1))
+
+
+def test_mile_refuses_a_model_it_cannot_sample():
+    hetero = _regression(MLP((1, 8, 2), activation="tanh", heteroscedastic=True))
+    with pytest.raises(ValueError, match="homoscedastic|heteroscedastic"):
+        samplers.mile(KEY, hetero, **SETTINGS["mile"])
     no_bias = _regression(MLP((1, 8, 1), activation="tanh", bias=False))
     with pytest.raises(ValueError, match="biases"):
         samplers.deep_ensemble(KEY, no_bias, **SETTINGS["deep_ensemble"])

@@ -213,6 +213,13 @@ def _laplace(params, sigma, prob: Problem) -> la.LaplacePosterior:
     )
 
 
+def _flag(name: str, value, where: str) -> bool:
+    """A yes/no setting: True or False, else TypeError naming it."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{where}: {name} must be true or false, got {value!r}")
+    return value
+
+
 def _num_samples(num_samples, where: str) -> int:
     return validate.positive_int("num_samples", num_samples, where=where)
 
@@ -561,15 +568,18 @@ def null_space_laplace(
     noise_rounds: int = 2,
     num_samples: int = 200,
     rtol: float | None = None,
+    tune_prior: bool = True,
 ) -> MethodFit:
     """The projected posterior N(θ̂, α⁻¹ P_ker) of [NS] and its linearised predictive draws.
 
     As chapter 9 (``studies/ch09_ggn_null_space/study.py``, ``fit`` and ``projected_study``):
     the MAP, its GGN Laplace with α chosen by the Laplace evidence
-    (:func:`.laplace.optimise_prior_precision`), the dense :func:`.ggn_null_space.kernel_projector`
-    of the training Jacobian J (N·O, P) (singular values at most ``rtol``·σ_max count as zero;
-    None: float32 round-off, max(N·O, P)·eps), θ_s from :func:`.ggn_null_space.projected_samples`
-    and f = f(x; θ̂) + J_x(θ_s − θ̂). Where rank J = P (no kernel) every draw is the MAP.
+    (:func:`.laplace.optimise_prior_precision`; ``tune_prior=False``: the problem's own prior
+    precision 1/prior_scale², the posterior every other method approximates), the dense
+    :func:`.ggn_null_space.kernel_projector` of the training Jacobian J (N·O, P) (singular
+    values at most ``rtol``·σ_max count as zero; None: float32 round-off, max(N·O, P)·eps),
+    θ_s from :func:`.ggn_null_space.projected_samples` and f = f(x; θ̂) + J_x(θ_s − θ̂).
+    Where rank J = P (no kernel) every draw is the MAP.
     Cost: the MAP's steps + N·O (GGN) + N·O (J); extra: eigh of the GGN and the SVD of J.
 
     quick and full: as :func:`sampled_laplace`.
@@ -579,7 +589,9 @@ def null_space_laplace(
     num_samples = _num_samples(num_samples, where)
     k_map, k_draw = jax.random.split(rng_key)
     params, sigma = _map_fit(k_map, prob, map_steps, map_learning_rate, noise_rounds)
-    post = la.optimise_prior_precision(_laplace(params, sigma, prob))
+    post = _laplace(params, sigma, prob)
+    if _flag("tune_prior", tune_prior, where):
+        post = la.optimise_prior_precision(post)
     jac = ns.training_jacobian(post.model_fn, post.mean, jnp.asarray(prob.x_train, F32))
     projector = ns.kernel_projector(jac, rtol=rtol)
     thetas = ns.projected_samples(k_draw, post.mean, projector, post.prior_precision, num_samples)
@@ -602,12 +614,15 @@ def viking(
     num_mc_samples: int = 8,
     num_samples: int = 200,
     rtol: float | None = None,
+    tune_prior: bool = True,
 ) -> MethodFit:
     """VIKING ([VK]): :func:`.viking.fit_viking` from the MAP (chapter 9's warm start,
     ``studies/ch09_ggn_null_space/viking.py``), draws of its linearised predictive.
 
     q = N(θ̂, σ_ker² P_ker + σ_im² (I − P_ker)), θ̂, α = σ_ker⁻² and σ_im trained on the
-    linearised ELBO (regression σ fixed to the MAP's); the draws are f(x; θ̂) + J_x Δ_s with
+    linearised ELBO (regression σ fixed to the MAP's); ``tune_prior=False`` holds α at the
+    problem's prior precision 1/prior_scale² (the posterior every other method approximates)
+    and trains θ̂ and σ_im only. The draws are f(x; θ̂) + J_x Δ_s with
     Δ_s the kernel and image parts of :func:`.viking.sample_parts` (the Gaussian whose
     marginals :func:`.viking.linearised_predictive` gives). ``rtol`` as :func:`null_space_laplace`.
     Cost: the MAP's steps + ``num_steps`` × (``num_mc_samples`` + 1) + 2·N·O (the Jacobians at
@@ -633,6 +648,7 @@ def viking(
         learning_rate=learning_rate,
         num_mc_samples=num_mc_samples,
         rtol=rtol,
+        tune_prior=_flag("tune_prior", tune_prior, where),
     )
     kernel, image = vk.sample_parts(
         k_draw, post.projector, post.scale_kernel, post.scale_image, num_samples
@@ -657,9 +673,10 @@ def _viking_fit(
     learning_rate,
     num_mc_samples,
     rtol,
+    tune_prior=True,
 ):
     """The MAP (key ``k_map``) and VIKING fitted from it (``k_fit``):
-    ``(posterior, model_fn, sigma)``."""
+    ``(posterior, model_fn, sigma)``; ``tune_prior`` False holds α at 1/prior_scale²."""
     params, sigma = _map_fit(k_map, prob, map_steps, map_learning_rate, noise_rounds)
     theta, unravel = nets.flatten(params)
     apply_fn = _apply_fn(prob.spec)
@@ -679,5 +696,7 @@ def _viking_fit(
         learning_rate=learning_rate,
         num_mc_samples=num_mc_samples,
         rtol=rtol,
+        learn_prior_precision=tune_prior,
+        init_log_precision=-2.0 * math.log(prob.spec.prior_scale),
     )
     return post, model_fn, sigma

@@ -212,12 +212,15 @@ def mile(
     spec = prob.spec
     _check_plain_mlp(prob, "mile")
     # the model of mile.log_density
-    target = MLP(spec.widths, spec.likelihood, spec.activation, prior_scale=spec.prior_scale)
+    target = MLP(
+        spec.widths,
+        spec.likelihood,
+        spec.activation,
+        prior_scale=spec.prior_scale,
+        noise_scale=spec.noise_scale,
+    )
     if spec != target:
-        raise ValueError(
-            f"mile: MILE samples the MLP {target}, not {prob.name}'s {spec} (a fixed noise "
-            "scale is not among its models)"
-        )
+        raise ValueError(f"mile: MILE samples the MLP {target}, not {prob.name}'s {spec}")
     num_chains = validate.positive_int("num_chains", num_chains, where="mile")
     k_de, k_chains = jax.random.split(rng_key)
     members, log_sigma, de_gradients, _ = _ensemble(
@@ -231,7 +234,10 @@ def mile(
         patience=patience,
         val_fraction=val_fraction,
     )
-    starts = mile_.warm_start_positions(members, log_sigma, likelihood=spec.likelihood)
+    fixed = spec.likelihood == "gaussian" and spec.noise_scale is not None
+    starts = mile_.warm_start_positions(
+        members, None if fixed else log_sigma, likelihood=spec.likelihood, fixed_noise=fixed
+    )
     run = mile_.run_bde(
         k_chains,
         prob.x_train,
@@ -244,6 +250,7 @@ def mile(
         sampling_steps=sampling_steps,
         thinning=thinning,
         likelihood=spec.likelihood,
+        noise_scale=spec.noise_scale if fixed else None,
     )
     sites = {k: jnp.reshape(v, (-1, *v.shape[2:])) for k, v in run["samples"].items()}
     steps = num_chains * (int(tuning_steps) + int(sampling_steps))
