@@ -96,9 +96,29 @@ def test_tiny_classification_run():
     np.testing.assert_allclose(probs.sum(-1), 1.0, rtol=1e-5)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("likelihood", ["gaussian", "categorical"])
+def test_a_mams_run_has_the_layout_of_a_nuts_run(likelihood):
+    """The second sampler family: the same predictive and statistics, and its L."""
+    spec = MLP((2, 3, 1 + (likelihood == "categorical")), likelihood=likelihood, activation="tanh")
+    y = Y_CLS if likelihood == "categorical" else Y_REG
+    kw = dict(num_kept=5, **TINY)
+    nuts = reference.run(jax.random.PRNGKey(0), spec, X, y, POINTS, **kw)
+    out = reference.run(jax.random.PRNGKey(0), spec, X, y, POINTS, sampler="mams", **kw)
+    for name in POINTS:
+        assert {k: v.shape for k, v in out["predictive"][name].items()} == {
+            k: v.shape for k, v in nuts["predictive"][name].items()
+        }
+        assert all(np.isfinite(v).all() for v in out["predictive"][name].values())
+    assert set(out["stats"]) == set(nuts["stats"]) | {"L"}
+    assert out["stats"]["gradient_evaluations"] == int(out["stats"]["mean_num_steps"].sum() * 20)
+
+
 def test_run_rejects_bad_budgets():
     spec = MLP((2, 3, 1))
     with pytest.raises(ValueError, match="num_samples=20 must be a multiple of num_kept=3"):
         reference.run(jax.random.PRNGKey(0), spec, X, Y_REG, POINTS, num_kept=3, **TINY)
     with pytest.raises(ValueError, match="points must name at least one"):
         reference.run(jax.random.PRNGKey(0), spec, X, Y_REG, {}, **TINY)
+    with pytest.raises(ValueError, match="sampler must be one of"):
+        reference.run(jax.random.PRNGKey(0), spec, X, Y_REG, POINTS, sampler="hmc", **TINY)

@@ -108,6 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--chunk", type=int, help="draws per cached unit (default: the profile's)")
     ref.add_argument("--seed", type=int, help="override the chapter's seed")
     ref.add_argument(
+        "--sampler",
+        choices=("nuts", "mams"),
+        default="nuts",
+        help="nuts (the reference, default) or mams (the second sampler family that validates "
+        "it, written to <problem>__mams)",
+    )
+    ref.add_argument(
         "--out", type=Path, help="folder of the reference files (default: results/<results>)"
     )
     ref.add_argument(
@@ -198,6 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             seed=args.seed,
             out=args.out,
             cache=args.cache,
+            sampler=args.sampler,
         )
     if args.command == "scores":
         return run_scores(profile, args.problems, args.methods, args.seeds, args.out)

@@ -166,9 +166,11 @@ def run_reference(
     seed: int | None = None,
     out: Path | None = None,
     cache: Path | None = None,
+    sampler: str = "nuts",
 ) -> int:
-    """Build the reference posterior of ``problem`` (chapter 10) with a progress bar; the
-    options replace the profile's settings. Prints the mixing summary and the wall time."""
+    """Build the reference posterior of ``problem`` (chapter 10) with a progress bar, by NUTS
+    or by the second sampler family ``sampler="mams"``; the options replace the profile's
+    settings. Prints the mixing summary and the wall time."""
     import jax
 
     from bnn_posteriors.studies.ch10_reference_posteriors import build
@@ -181,7 +183,7 @@ def run_reference(
             raise ValueError(f"profile {cfg.profile} names no results folder: pass --out")
         folder = out or parts.committed_dir(cfg.results)
         print(
-            f"reference {problem} (profile {cfg.profile}, {n_chains} chains on "
+            f"reference {problem} by {sampler} (profile {cfg.profile}, {n_chains} chains on "
             f"{jax.device_count()} device(s)) -> {folder}",
             flush=True,
         )
@@ -193,8 +195,11 @@ def run_reference(
             num_samples=draws or cfg.num_samples,
             num_kept=kept or cfg.num_kept,
             chunk_size=chunk or cfg.chunk_size,
-            target_acceptance_rate=cfg.target_acceptance_rate,
+            target_acceptance_rate=(
+                cfg.mams_target_acceptance_rate if sampler == "mams" else cfg.target_acceptance_rate
+            ),
             max_num_doublings=cfg.max_num_doublings,
+            sampler=sampler,
             out=folder,
             cache=cache or cfg.cache,
             profile=cfg.profile,

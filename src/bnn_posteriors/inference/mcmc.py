@@ -264,9 +264,26 @@ def _first_chains(result, num_chains: int):
     return jax.tree.map(lambda a: a[:num_chains], (samples, stats))
 
 
-def _nuts_in_chunks(adapt, sample, inputs, settings, chunk_size, directory, progress, place=None):
-    """:func:`nuts` after the adaptation in chunks of draws, each a cached unit in ``directory``
-    (None: not cached); ``place`` puts each chunk's starting state back on the chain mesh."""
+def _nuts_in_chunks(
+    adapt,
+    sample,
+    inputs,
+    settings,
+    chunk_size,
+    directory,
+    progress,
+    place=None,
+    *,
+    sampler: str = "nuts",
+    version: str = CACHE_VERSION,
+):
+    """:func:`nuts` (or another ``sampler`` with the same pair of programs: ``adapt(keys_warm,
+    positions, arrays) -> (state, tuned)`` and ``sample(state, tuned, keys, arrays) -> (state,
+    samples, stats)``) after the adaptation in chunks of draws, each a cached unit
+    ``<sampler>-adapt`` / ``<sampler>-draws`` of ``version`` in ``directory`` (None: not
+    cached); ``place`` puts each chunk's starting state back on the chain mesh. A statistic
+    with one value per chain (the tuned step size) is taken from the first chunk, the others
+    are joined along the draws."""
     place = place or (lambda tree: tree)
     from tqdm.auto import tqdm
 
@@ -282,21 +299,22 @@ def _nuts_in_chunks(adapt, sample, inputs, settings, chunk_size, directory, prog
     def unit(name, extra, compute):
         if directory is None:
             return compute()
-        return unit_cache.cached(
-            name, {**parts, **extra}, compute, directory, version=CACHE_VERSION
-        )
+        return unit_cache.cached(name, {**parts, **extra}, compute, directory, version=version)
 
     adapted = unit(
-        "nuts-adapt", {}, lambda: jax.tree.map(np.asarray, adapt(keys_warm, positions, arrays))
+        f"{sampler}-adapt",
+        {},
+        lambda: jax.tree.map(np.asarray, adapt(keys_warm, positions, arrays)),
     )
     state, tuned = place(adapted)
     num_samples = keys.shape[1]
     bounds = [(a, min(a + chunk_size, num_samples)) for a in range(0, num_samples, chunk_size)]
     chunks = []
-    bar = tqdm(total=num_samples, desc="NUTS draws", disable=not progress, file=sys.stderr)
+    desc = f"{sampler.upper()} draws"
+    bar = tqdm(total=num_samples, desc=desc, disable=not progress, file=sys.stderr)
     for a, b in bounds:
         state, draws, stats = unit(
-            "nuts-draws",
+            f"{sampler}-draws",
             {"draws": (a, b)},
             lambda s=state, a=a, b=b: jax.tree.map(
                 np.asarray, sample(s, tuned, keys[:, a:b], arrays)
@@ -308,8 +326,8 @@ def _nuts_in_chunks(adapt, sample, inputs, settings, chunk_size, directory, prog
     bar.close()
     joined = jax.tree.map(lambda *c: np.concatenate(c, axis=1), *(c[0] for c in chunks))
     stats = {
-        k: chunks[0][1][k] if k == "step_size" else np.concatenate([c[1][k] for c in chunks], 1)
-        for k in chunks[0][1]
+        k: v if np.ndim(v) == 1 else np.concatenate([c[1][k] for c in chunks], 1)
+        for k, v in chunks[0][1].items()
     }
     return joined, stats
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bnn_posteriors.inference import mcmc
+from bnn_posteriors.inference import mams, mcmc
 from bnn_posteriors.models import nets
 from bnn_posteriors.models.numpyro_models import MLP, heteroscedastic_outputs
 from bnn_posteriors.util import validate
@@ -82,6 +83,9 @@ def predictive(spec: MLP, samples: Mapping, x) -> dict[str, np.ndarray]:
     return {"f": outputs[..., 0], "noise_scale": scale}
 
 
+SAMPLERS = ("nuts", "mams")  # the two sampler families of a reference run
+
+
 def run(
     rng_key,
     spec: MLP,
@@ -99,10 +103,14 @@ def run(
     devices=None,
     target_acceptance_rate: float = 0.8,
     max_num_doublings: int = 10,
+    sampler: str = "nuts",
 ) -> dict:
     """A reference run of the Bayesian MLP ``spec`` on ``(x_train, y_train)``.
 
-    ``num_chains`` NUTS chains (NumPyro's uniform starts on [−2, 2], one key per chain),
+    ``sampler``: ``"nuts"`` (:func:`~bnn_posteriors.inference.mcmc.nuts`) or ``"mams"`` (the
+    second sampler family, :func:`~bnn_posteriors.inference.mams.mams`, tuned to
+    ``target_acceptance_rate``; ``max_num_doublings`` does not apply to it; one device).
+    ``num_chains`` chains (NumPyro's uniform starts on [−2, 2], one key per chain),
     ``num_warmup`` adaptation steps, ``num_samples`` draws each, thinned to ``num_kept``
     per chain (``num_samples`` must be a multiple of it; default all), sharded over
     ``devices`` (default: all devices). ``chunk_size`` and ``cache``: the resumable
@@ -111,7 +119,8 @@ def run(
 
     Returns ``{"predictive": {name: predictive(...)}, "stats": {...}}`` with per-chain
     ``step_size``, ``acceptance_rate`` (mean), ``divergences`` (count), ``mean_num_steps``
-    (leapfrog steps per draw) and ``gradient_evaluations`` (the draws' total).
+    (integration steps per draw) and ``gradient_evaluations`` (the draws' total); MAMS adds
+    its trajectory length ``L``.
     """
     from bnn_posteriors.inference import sharding
 
@@ -124,10 +133,9 @@ def run(
         )
     if not points:
         raise ValueError("reference.run: points must name at least one set of inputs")
-    samples, stats = mcmc.nuts(
-        rng_key,
-        spec.model,
-        spec.kwargs(x_train, y_train),
+    if sampler not in SAMPLERS:
+        raise ValueError(f"reference.run: sampler must be one of {SAMPLERS}, got {sampler!r}")
+    common: dict[str, Any] = dict(
         num_chains=num_chains,
         num_warmup=num_warmup,
         num_samples=num_samples,
@@ -135,10 +143,20 @@ def run(
         chunk_size=chunk_size,
         cache=cache,
         progress=progress,
-        mesh=sharding.chain_mesh(devices),
         target_acceptance_rate=target_acceptance_rate,
-        max_num_doublings=max_num_doublings,
     )
+    model_kwargs = spec.kwargs(x_train, y_train)
+    if sampler == "mams":
+        samples, stats = mams.mams(rng_key, spec.model, model_kwargs, **common)
+    else:
+        samples, stats = mcmc.nuts(
+            rng_key,
+            spec.model,
+            model_kwargs,
+            mesh=sharding.chain_mesh(devices),
+            max_num_doublings=max_num_doublings,
+            **common,
+        )
     steps = np.asarray(stats["num_steps"])
     return {
         "predictive": {name: predictive(spec, samples, x) for name, x in points.items()},
@@ -148,5 +166,6 @@ def run(
             "divergences": np.asarray(stats["diverging"]).sum(axis=1),
             "mean_num_steps": steps.mean(axis=1),
             "gradient_evaluations": int(steps.sum()),
+            **({"L": np.asarray(stats["L"])} if "L" in stats else {}),
         },
     }

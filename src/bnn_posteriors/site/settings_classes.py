@@ -386,6 +386,7 @@ class ReferencePosteriorsSettings(Settings):
     problems: tuple[str, ...]
     target_acceptance_rate: float
     max_num_doublings: int
+    mams_target_acceptance_rate: float
     score_problems: tuple[str, ...]
     score_results: str
     live_problems: tuple[str, ...]

@@ -33,7 +33,7 @@ def test_command_builds_and_a_rerun_recomputes_nothing(tiny, tmp_path, capsys):
     argv = ["reference", "tiny", "--profile", "quick", "--out", str(out), "--cache", str(cache)]
     assert main(argv) == 0
     printed = capsys.readouterr().out
-    assert "reference tiny (profile quick, 2 chains" in printed and "max R-hat" in printed
+    assert "reference tiny by nuts (profile quick, 2 chains" in printed and "max R-hat" in printed
     arrays, record = store.read_reference("tiny", out)
     assert set(arrays) == {
         "test_y",
@@ -92,3 +92,25 @@ def test_arrays_of_names_every_set_of_points():
     arrays = build.arrays_of(prob, result)
     assert arrays["grid_f"].dtype == np.float32 and arrays["grid_x"].shape == (4, 1)
     np.testing.assert_array_equal(arrays["test_y"], prob.y_test)
+
+
+@pytest.mark.slow
+def test_the_second_sampler_family_writes_its_own_reference(tiny, tmp_path, capsys):
+    """`--sampler mams`: MAMS chains of the same problem, stored beside the NUTS reference as
+    tiny__mams with the sampler in its settings."""
+    out = tmp_path / "out"
+    argv = ["reference", "tiny", "--profile", "quick", "--out", str(out), "--sampler", "mams"]
+    argv += ["--cache", str(tmp_path / "cache")]
+    assert main(argv) == 0
+    assert "reference tiny by mams" in capsys.readouterr().out
+    arrays, record = store.read_reference("tiny__mams", out)
+    assert arrays["test_f"].shape == (2, 20, 3) and record["settings"]["sampler"] == "mams"
+    assert record["settings"]["target_acceptance_rate"] == 0.9 and len(record["stats"]["L"]) == 2
+    assert not (out / "tiny.json").exists()
+
+
+def test_stored_name_keeps_the_nuts_reference_at_the_problems_name():
+    assert build.stored_name("banana") == "banana"
+    assert build.stored_name("banana", "mams") == "banana__mams"
+    with pytest.raises(ValueError, match="sampler must be one of"):
+        build.stored_name("banana", "hmc")

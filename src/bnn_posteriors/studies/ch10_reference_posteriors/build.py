@@ -43,6 +43,14 @@ def problem_key(seed: int, name: str):
     return jax.random.fold_in(jax.random.PRNGKey(seed), zlib.crc32(name.encode()) % 2**31)
 
 
+def stored_name(name: str, sampler: str = "nuts") -> str:
+    """The file stem of a problem's reference by ``sampler``: the problem's name for NUTS (the
+    reference every method is scored against), ``<name>__<sampler>`` for another family."""
+    if sampler not in reference.SAMPLERS:
+        raise ValueError(f"sampler must be one of {reference.SAMPLERS}, got {sampler!r}")
+    return name if sampler == "nuts" else f"{name}__{sampler}"
+
+
 def arrays_of(prob: problems.Problem, result: dict) -> dict[str, np.ndarray]:
     """The arrays stored for ``result`` of :func:`bnn_posteriors.inference.reference.run`:
     the points, the predictive at them (float32) and the test labels."""
@@ -70,9 +78,13 @@ def build(
     profile: str | None = None,
     progress: bool = False,
     devices=None,
+    sampler: str = "nuts",
 ) -> dict:
     """Run, diagnose and store the reference of problem ``name`` (:func:`problems.problem`).
 
+    ``sampler``: ``"nuts"``, the reference, or ``"mams"``, the second sampler family that
+    validates it (:func:`bnn_posteriors.inference.reference.run`; stored as
+    :func:`stored_name`, its chains from another key of the same seed).
     ``out``: the folder of ``<name>.npz`` and ``<name>.json`` (None: ``results/reference``).
     Returns the record written (settings, stats, ``mixing`` per set of points, ``wall_s``)
     with ``path``, the JSON file.
@@ -87,9 +99,11 @@ def build(
         target_acceptance_rate=float(target_acceptance_rate),
         max_num_doublings=max_num_doublings,
     )
+    if sampler != "nuts":  # the NUTS references' settings (and records) stay as they were
+        settings["sampler"] = sampler
     start = time.perf_counter()
     result = reference.run(
-        problem_key(seed, name),
+        problem_key(seed, stored_name(name, sampler)),
         prob.spec,
         prob.x_train,
         prob.y_train,
@@ -123,6 +137,6 @@ def build(
         "wall_s": wall,
     }
     path = store.write_reference(
-        name, arrays_of(prob, result), record, profile=profile, directory=out
+        stored_name(name, sampler), arrays_of(prob, result), record, profile=profile, directory=out
     )
     return {**record, "path": path}
