@@ -35,7 +35,6 @@ from numpyro.infer.util import constrain_fn, potential_energy
 
 from bnn_posteriors.inference import mcmc
 from bnn_posteriors.store import cache as unit_cache
-from bnn_posteriors.util import validate
 
 CACHE_VERSION = "mams-1"  # of the cached units "mams-adapt" and "mams-draws"
 # BlackJAX's three tuning phases, as fractions of the tuning steps: the step size (dual
@@ -170,32 +169,25 @@ def mams(
     """
     where = "mams"
     mcmc._check_inputs(where, model_kwargs, num_chains, num_warmup, num_samples, 10)
-    thinning = validate.positive_int("thinning", thinning, where=where)
     if not 0 < target_acceptance_rate < 1:
         raise ValueError(f"{where}: target_acceptance_rate must lie in (0, 1)")
-    if chunk_size is not None:
-        validate.positive_int("chunk_size", chunk_size, where=where)
-    for name, value in (("num_samples", num_samples), ("chunk_size", chunk_size)):
-        if value is not None and value % thinning:
-            raise ValueError(f"{where}: {name}={value} must be a multiple of thinning={thinning}")
-    key_init, key_warm, key_sample = jax.random.split(rng_key, 3)
-    if init_positions is None:
-        init_positions = jax.vmap(lambda k: mcmc.log_joint_fn(k, model, model_kwargs)[1])(
-            jax.random.split(key_init, num_chains)
-        )
-    lead = {k: v.shape[0] for k, v in init_positions.items()}
-    if set(lead.values()) != {num_chains}:
-        raise ValueError(f"{where}: init_positions need a leading axis of {num_chains} chains")
+    thinning, init_positions, keys_warm, keys = mcmc.chain_inputs(
+        where,
+        rng_key,
+        model,
+        model_kwargs,
+        num_chains=num_chains,
+        num_samples=num_samples,
+        init_positions=init_positions,
+        thinning=thinning,
+        chunk_size=chunk_size,
+    )
     arrays, static = mcmc.split_kwargs(model_kwargs)
     first = jax.tree.map(lambda a: a[0], init_positions)
     sites = tuple((k, tuple(np.shape(first[k]))) for k in sorted(first))
     z0 = jax.vmap(lambda p: ravel_pytree({k: p[k] for k, _ in sites})[0])(init_positions)
     adapt, sample = _compiled(
         model, static, sites, int(num_warmup), float(target_acceptance_rate), thinning
-    )
-    keys_warm = jax.random.split(key_warm, num_chains)
-    keys = jax.vmap(lambda k: jax.random.split(k, num_samples))(
-        jax.random.split(key_sample, num_chains)
     )
     settings = dict(
         model=f"{model.__module__}.{model.__qualname__}",

@@ -130,6 +130,46 @@ CACHE_VERSION = "nuts-1"  # of the cached units "nuts-adapt" and "nuts-draws": b
 # the sampler's numerics change (bnn_posteriors.store.cache)
 
 
+def chain_inputs(
+    where: str,
+    rng_key,
+    model,
+    model_kwargs: dict,
+    *,
+    num_chains: int,
+    num_samples: int,
+    init_positions: dict | None,
+    thinning: int,
+    chunk_size: int | None,
+):
+    """What every chain sampler here (:func:`nuts`, :func:`.mams.mams`) derives the same way:
+    the checked ``thinning`` (``num_samples`` and ``chunk_size`` multiples of it), the starts
+    (``init_positions``, else NumPyro's uniform start, one key per chain) and the keys: one
+    per chain for the adaptation and one per draw, (chains, draws). Returns ``(thinning,
+    init_positions, keys_warm, keys)``."""
+    thinning = validate.positive_int("thinning", thinning, where=where)
+    if chunk_size is not None:
+        validate.positive_int("chunk_size", chunk_size, where=where)
+    for name, value in (("num_samples", num_samples), ("chunk_size", chunk_size)):
+        if value is not None and value % thinning:
+            raise ValueError(f"{where}: {name}={value} must be a multiple of thinning={thinning}")
+    key_init, key_warm, key_sample = jax.random.split(rng_key, 3)
+    if init_positions is None:
+        init_positions = jax.vmap(lambda k: log_joint_fn(k, model, model_kwargs)[1])(
+            jax.random.split(key_init, num_chains)
+        )
+    lead = {k: v.shape[0] for k, v in init_positions.items()}
+    if set(lead.values()) != {num_chains}:
+        raise ValueError(
+            f"{where}: init_positions need a leading axis of {num_chains} chains, got {lead}"
+        )
+    keys_warm = jax.random.split(key_warm, num_chains)
+    keys = jax.vmap(lambda k: jax.random.split(k, num_samples))(
+        jax.random.split(key_sample, num_chains)
+    )  # (chains, draws, key): one key per draw
+    return thinning, init_positions, keys_warm, keys
+
+
 def nuts(
     rng_key,
     model,
@@ -186,20 +226,17 @@ def nuts(
             "nuts: warmup_stats needs a run in one program: chunk_size and cache must be unset"
         )
     validate.positive_int("max_num_doublings", max_num_doublings, where="nuts")
-    thinning = validate.positive_int("thinning", thinning, where="nuts")
-    if chunk_size is not None:
-        validate.positive_int("chunk_size", chunk_size, where="nuts")
-    for name, value in (("num_samples", num_samples), ("chunk_size", chunk_size)):
-        if value is not None and value % thinning:
-            raise ValueError(f"nuts: {name}={value} must be a multiple of thinning={thinning}")
-    key_init, key_warm, key_sample = jax.random.split(rng_key, 3)
-    if init_positions is None:
-        init_positions = jax.vmap(lambda k: log_joint_fn(k, model, model_kwargs)[1])(
-            jax.random.split(key_init, num_chains)
-        )
-    lead = {k: v.shape[0] for k, v in init_positions.items()}
-    if set(lead.values()) != {num_chains}:
-        raise ValueError(f"init_positions need a leading axis of {num_chains} chains, got {lead}")
+    thinning, init_positions, keys_warm, keys = chain_inputs(
+        "nuts",
+        rng_key,
+        model,
+        model_kwargs,
+        num_chains=num_chains,
+        num_samples=num_samples,
+        init_positions=init_positions,
+        thinning=thinning,
+        chunk_size=chunk_size,
+    )
     arrays, static = split_kwargs(model_kwargs)
     try:
         hash(static)
@@ -210,10 +247,6 @@ def nuts(
     whole, adapt, sample = _compiled_nuts(
         model, static, num_warmup, float(target_acceptance_rate), max_num_doublings, thinning
     )
-    keys_warm = jax.random.split(key_warm, num_chains)
-    keys = jax.vmap(lambda k: jax.random.split(k, num_samples))(
-        jax.random.split(key_sample, num_chains)
-    )  # (chains, draws, key): one key per draw
     place = _placement(mesh)
     keys_warm, keys, init_positions = place((keys_warm, keys, init_positions))
     if mesh is not None:
