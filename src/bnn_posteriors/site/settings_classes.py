@@ -133,6 +133,7 @@ class ElboTemperingSettings(Settings):
     p_fractions: tuple[float, ...]
     p_width: int
     p_n_max: int
+    p_repeats: int
     limit_widths: tuple[int, ...]
     family_draws: int
     mnist_n_test: int

@@ -318,6 +318,8 @@ def c42_evidence(
     over the whole range of p − 1|, against the catalogue's bound.
     """
     sets, ns, reps, p = names(fits), widths(fits), repeats(fits), int(ps[-1])
+    p_reps = repeats(by_p)  # the fits over p may use more splits than the fits over N
+    split_counts = {"KL over N": reps, "D over N": reps, "D over p": p_reps}
     widths_ = np.array(ns)
     terms = ("KL over N", "D over N", "D over p")
     tail_bound = catalogue_check("C4.2", "tail")["bound"]
@@ -386,7 +388,7 @@ def c42_evidence(
         ]
     table = markdown_table(
         (
-            f"data set (η_N; mean over {reps} splits)",
+            f"data set (η_N; mean over {reps} splits over N, {p_reps} over p)",
             "term",
             "values",
             "slope over the range",
@@ -401,7 +403,7 @@ def c42_evidence(
     why = (
         "; ".join(
             f"on {name} the tail slope of {k} is {r['mean']:.3f} with a 95 % interval over the "
-            f"{reps} splits of [{r['low']:.3f}, {r['high']:.3f}], "
+            f"{split_counts[k]} splits of [{r['low']:.3f}, {r['high']:.3f}], "
             + (
                 f"which contains the bound {r['bound']:.2f}"
                 if r["low"] < r["bound"]
@@ -431,7 +433,8 @@ def c42_evidence(
         gate=Gate(passed=regression.decided(r for _, _, r in c42_all), why=why, decide=decide),
         note=f"fitted q* with eta_N = tau p/N; per set (synthetic, then concrete) and term (KL "
         "over N, D = sum_i E_q loss without the normalising constant over N, D over p): the "
-        f"upper end of the 95% Student-t interval over {reps} splits of the log-log slope "
+        f"upper end of the 95% Student-t interval over the splits ({reps} over N, {p_reps} over "
+        "p) of the log-log slope "
         f"between the two largest N (or m), against 1 + {tol}, {tol}, 1 + {tol}. "
         "Tail slopes mean [low, high]: "
         + "; ".join(
