@@ -69,10 +69,34 @@ def test_c41_collapse_reproduces_and_a_rising_tail_fails(toy):
     assert "rises at one step too" in not_monotone.says
 
 
+def _scatter_exponents(by_p, spread=0.01):
+    """``by_p`` with D's exponent over p moved by spread·(r − 1) on split r (the splits'
+    scatter around one rate)."""
+    return {
+        (name, r): {
+            m: {**t, "expected_loss": t["expected_loss"] * m ** (spread * (r - 1))}
+            for m, t in terms.items()
+        }
+        for (name, r), terms in by_p.items()
+    }
+
+
 def test_c42_bounds_hold_on_linear_terms_and_fail_on_a_faster_data_term(toy):
     fits = toy.fake_fits()
-    bound, linear = evidence.c42_evidence(fits, toy.fake_by_p(fits), toy.PS, p_width=16, n_max=40)
+    by_p = _scatter_exponents(toy.fake_by_p(fits))
+    bound, linear = evidence.c42_evidence(fits, by_p, toy.PS, p_width=16, n_max=40)
     assert passes(bound) and bound.gate.passed and passes(linear)
+    assert (
+        all(v < 0 for v in linear.value)
+        and "(linear;" in linear.says
+        and bound.glue["c42_syn_D_p_growth"] == "linear"
+    )
+    assert bound.glue["c42_con_D_p_whole_lo"] < 1 < bound.glue["c42_con_D_p_whole_hi"]
+    # a slightly faster data term (slope 1.05 on every split): within the tail bound, but not
+    # linear over the whole range
+    steep = _scatter_exponents(toy.fake_by_p(fits, d_over_p=lambda m: 0.2 * m**1.05))
+    bound, linear = evidence.c42_evidence(fits, steep, toy.PS, p_width=16, n_max=40)
+    assert passes(bound) and not passes(linear) and "(faster than linear;" in linear.says
     assert (bound.part, linear.part, bound.bound, linear.bound) == (
         "tail",
         "data-term-linear",
@@ -80,12 +104,12 @@ def test_c42_bounds_hold_on_linear_terms_and_fail_on_a_faster_data_term(toy):
         None,
     )
     assert rule(bound) == ("less", [1.1, 0.1, 1.1] * 2, None) and bound.glue["c42_tol"] == 0.1
-    assert rule(linear) == ("less", 0.1, "data-term-linear") and bound.glue["c42_p_last"] == 20
+    assert rule(linear) == ("at-most", 0.0, "data-term-linear") and bound.glue["c42_p_last"] == 20
     assert bound.glue["c42_syn_KL_N"] == pytest.approx(1.0, abs=0.01)
     fast = toy.fake_by_p(fits, d_over_p=lambda m: 0.01 * m**1.5)
     bound, linear = evidence.c42_evidence(fits, fast, toy.PS, p_width=16, n_max=40)
     assert not passes(bound) and not passes(linear)
-    assert linear.value == pytest.approx([0.5, 0.5], abs=0.01)
+    assert linear.value == pytest.approx([0.5, 0.5], abs=0.01)  # 1.5 on every split
 
 
 def test_c43_gain_and_change_per_set_in_order(toy):
@@ -215,7 +239,7 @@ def test_c41_c42_refuse_a_catalogue_bound_they_cannot_read(toy, catalogue_rules)
             ],
             "C4.2": [
                 {"part": "tail", "rule": "less", "bound": [1.2, 0.1, 1.2] * 2},
-                {"part": "data-term-linear", "rule": "less", "bound": 0.1},
+                {"part": "data-term-linear", "rule": "at-most", "bound": 0.0},
             ],
         }
     )

@@ -375,6 +375,28 @@ def test_tail_slopes_is_the_exponent_at_the_end_of_the_range():
         study.tail_slopes(xs, np.ones(3))
 
 
+def test_split_slopes_fits_one_power_law_per_split():
+    xs = np.array([10.0, 20.0, 40.0, 80.0])
+    ys = np.stack([2.0 * xs, 0.5 * xs**1.3, np.r_[1.0, 2.5, 3.5, 8.0]])
+    slopes = study.split_slopes(xs, ys)
+    np.testing.assert_allclose(slopes[:2], [1.0, 1.3])
+    assert slopes[2] == pytest.approx(study.loglog_slope(xs, ys[2]))
+    with pytest.raises(ValueError, match="splits, 4"):
+        study.split_slopes(xs, ys[0])
+    with pytest.raises(ValueError, match="positive"):
+        study.split_slopes(xs, -ys)
+
+
+def test_rate_reading_says_whether_the_interval_contains_the_rate():
+    inside = study.rate_reading([0.97, 1.0, 1.03, 1.01], 1.0)
+    assert inside["low"] < 1.0 < inside["high"] and inside["excess"] < 0
+    faster = study.rate_reading([1.05, 1.07, 1.06, 1.08], 1.0)  # a concrete-like data term
+    assert faster["excess"] == pytest.approx(faster["low"] - 1.0) and faster["excess"] > 0
+    slower = study.rate_reading([0.8, 0.82, 0.81, 0.79], 1.0)
+    assert slower["excess"] == pytest.approx(1.0 - slower["high"]) and slower["excess"] > 0
+    assert (faster["rate"], round(faster["mean"], 3)) == (1.0, 1.065)
+
+
 def test_upper_bound_reading_holds_fails_or_leaves_it_open():
     ok = study.upper_bound_reading([0.98, 1.0, 1.02, 1.0], 1.1)
     assert ok["holds"] and ok["decided"] and not ok["fails"] and ok["high"] < 1.1

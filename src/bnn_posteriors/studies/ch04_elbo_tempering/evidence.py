@@ -314,8 +314,10 @@ def c42_evidence(
     the upper end of the 95 % interval over the splits of the tail slope
     (:func:`.regression.upper_bound_reading`, which reads it against the same bounds),
     against the catalogue's bounds 1 + tol, tol, 1 + tol per set (tol is glued as
-    ``c42_tol``); gated on the readings deciding. Second (``data-term-linear``): |slope of D
-    over the whole range of p − 1|, against the catalogue's bound.
+    ``c42_tol``); gated on the readings deciding. Second (``data-term-linear``): per set, the
+    excess of the exact linear rate 1 over the 95 % interval over the splits of the per-split
+    slope of D over the whole range of p (:func:`.regression.rate_reading`; at most 0 where
+    the interval contains 1), against the catalogue's bound.
     """
     sets, ns, reps, p = names(fits), widths(fits), repeats(fits), int(ps[-1])
     p_reps = repeats(by_p)  # the fits over p may use more splits than the fits over N
@@ -330,7 +332,6 @@ def c42_evidence(
             f"as 1 + tol, tol, 1 + tol for each of the {len(sets)} sets"
         )
     bounds = dict(zip(terms, tail_bound[: len(terms)], strict=True))
-    linear_tol = catalogue_check("C4.2", "data-term-linear")["bound"]
     c42_terms, c42_slopes, c42_read, rows = {}, {}, {}, []
     glue = dict(
         p_width=p_width,
@@ -468,30 +469,57 @@ def c42_evidence(
         glue=glue,
         table=table,
     )
+    rates = {
+        name: regression.rate_reading(
+            regression.split_slopes(ps, regression.over_p_splits(by_p, name, "expected_loss", ps)),
+            1.0,
+        )
+        for name in sets
+    }
+    growth = {
+        name: "linear"
+        if r["excess"] <= 0
+        else "faster than linear"
+        if r["low"] > 1
+        else "slower than linear"
+        for name, r in rates.items()
+    }
+    for name, r in rates.items():
+        tag = _tag(name)
+        glue.update(
+            {
+                f"c42_{tag}_D_p_whole_lo": r["low"],
+                f"c42_{tag}_D_p_whole_hi": r["high"],
+                f"c42_{tag}_D_p_growth": growth[name],
+            }
+        )
     linear = Evidence(
         "C4.2",
-        np.array([abs(c42_slopes[name]["D over p"] - 1) for name in sets]),
+        np.array([rates[name]["excess"] for name in sets]),
         part="data-term-linear",
         labels=list(sets),
-        note=f"|log-log slope of D over p {ps.tolist()} - 1| (mean over {reps} splits, "
-        "whole range), synthetic then concrete: "
-        + ", ".join(f"{name} {c42_slopes[name]['D over p']:.3f}" for name in sets),
+        note=f"per split, the log-log slope of D over the whole range p = {ps.tolist()}; "
+        f"excess = max(low - 1, 1 - high) of its 95% Student-t interval over the {p_reps} "
+        "splits (<= 0: the interval contains the exact linear rate 1), synthetic then "
+        "concrete: "
+        + "; ".join(
+            f"{name} {r['mean']:.3f} [{r['low']:.3f}, {r['high']:.3f}], excess {r['excess']:.3f}"
+            for name, r in rates.items()
+        ),
         says=f"Over the whole range of sub-samples (m = {ps[0]} to {ps[-1]}) the fitted data "
         "term grows "
         + " and ".join(
-            f"with slope {c42_slopes[n]['D over p']:.2f} on {n} ("
-            + (
-                "linearly"
-                if abs(c42_slopes[n]["D over p"] - 1) < linear_tol
-                else "faster than linearly"
-                if c42_slopes[n]["D over p"] > 1
-                else "slower than linearly"
-            )
+            f"with slope {r['mean']:.3f} [{r['low']:.3f}, {r['high']:.3f}] on {n} ("
+            + growth[n]
             + f"; loss per observation {c42_terms[n]['D over p'][0] / ps[0]:.3f} at the smallest "
             f"m, {c42_terms[n]['D over p'][-1] / ps[-1]:.3f} at the largest)"
-            for n in sets
+            for n, r in rates.items()
         )
-        + ": a smaller sample is fitted more closely.",
+        + (
+            "."
+            if all(g == "linear" for g in growth.values())
+            else ": where it grows faster, a smaller sample is fitted more closely."
+        ),
     )
     return bound_check, linear
 

@@ -307,6 +307,37 @@ def loglog_slope(xs, ys) -> float:
     return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
 
 
+def split_slopes(xs, ys) -> np.ndarray:
+    """:func:`loglog_slope` over the whole range, one per split: ys (splits, len(xs)) →
+    (splits,)."""
+    xs, ys = np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64)
+    if xs.ndim != 1 or xs.size < 2 or ys.ndim != 2 or ys.shape[1] != xs.size:
+        raise ValueError(f"need at least 2 xs and ys (splits, {xs.size}), got ys {ys.shape}")
+    if np.any(xs <= 0) or np.any(ys <= 0):
+        raise ValueError("xs and ys must be positive (a log-log slope)")
+    return np.polyfit(np.log(xs), np.log(ys).T, 1)[0]
+
+
+def rate_reading(per_split, rate: float, *, level: float = 0.95) -> dict:
+    """Whether exponents measured per split are consistent with one exact ``rate``.
+
+    The Student-t interval of their mean over the splits (:func:`diagnostics.mean_interval`);
+    ``excess`` = max(low − rate, rate − high) is at most 0 when the interval contains the rate
+    and, when it excludes it, the distance from the rate to the interval. Returns ``mean``,
+    ``low``, ``high``, ``sd``, ``rate`` and ``excess``.
+    """
+    values = np.asarray(per_split, dtype=np.float64)
+    mean, low, high = diagnostics.mean_interval(values, level=level)
+    return {
+        "mean": mean,
+        "low": low,
+        "high": high,
+        "sd": float(values.std(ddof=1)),
+        "rate": float(rate),
+        "excess": float(max(low - rate, rate - high)),
+    }
+
+
 def tail_slopes(xs, ys) -> np.ndarray:
     """Log-log slope between the two largest ``xs`` (the last two columns of ``ys``).
 
