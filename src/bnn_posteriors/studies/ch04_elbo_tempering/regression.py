@@ -326,16 +326,17 @@ def rate_reading(per_split, rate: float, *, level: float = 0.95) -> dict:
     and, when it excludes it, the distance from the rate to the interval. Returns ``mean``,
     ``low``, ``high``, ``sd``, ``rate`` and ``excess``.
     """
+    summary = _split_interval(per_split, level)
+    low, high = summary["low"], summary["high"]
+    return {**summary, "rate": float(rate), "excess": float(max(low - rate, rate - high))}
+
+
+def _split_interval(per_split, level: float) -> dict:
+    """``mean``, ``low``, ``high`` (:func:`diagnostics.mean_interval`) and ``sd`` of estimates
+    made one per split."""
     values = np.asarray(per_split, dtype=np.float64)
     mean, low, high = diagnostics.mean_interval(values, level=level)
-    return {
-        "mean": mean,
-        "low": low,
-        "high": high,
-        "sd": float(values.std(ddof=1)),
-        "rate": float(rate),
-        "excess": float(max(low - rate, rate - high)),
-    }
+    return {"mean": mean, "low": low, "high": high, "sd": float(values.std(ddof=1))}
 
 
 def tail_slopes(xs, ys) -> np.ndarray:
@@ -365,16 +366,13 @@ def upper_bound_reading(per_split, bound: float, *, before=None, level: float = 
     tell where it settles. Returns ``mean``, ``low``, ``high``, ``sd``, ``bound``,
     ``before`` (its mean, or None), ``slowing``, ``holds``, ``fails`` and ``decided``.
     """
-    values = np.asarray(per_split, dtype=np.float64)
-    mean, low, high = diagnostics.mean_interval(values, level=level)
+    summary = _split_interval(per_split, level)
     before_mean = None if before is None else float(np.mean(before))
-    slowing = before_mean is not None and mean < before_mean
-    holds, fails = bool(high < bound), bool(low >= bound and not slowing)
+    slowing = before_mean is not None and summary["mean"] < before_mean
+    holds = bool(summary["high"] < bound)
+    fails = bool(summary["low"] >= bound and not slowing)
     return {
-        "mean": mean,
-        "low": low,
-        "high": high,
-        "sd": float(values.std(ddof=1)),
+        **summary,
         "bound": float(bound),
         "before": before_mean,
         "slowing": bool(slowing),
