@@ -38,3 +38,10 @@ def test_scores_writes_a_part_and_resumes(tmp_path, capsys):
 def test_scores_rejects_an_unknown_method(capsys):
     assert main(["scores", "--profile", "quick", "--methods", "HMC"]) == 2
     assert "unknown methods ['HMC']" in capsys.readouterr().err
+
+
+def test_scores_names_an_unknown_problem(capsys):
+    # once a FileNotFoundError traceback from the reference store
+    assert main(["scores", "--profile", "quick", "--problems", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown reference problem 'nope'" in err and "snelson_gap" in err

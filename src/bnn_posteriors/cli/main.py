@@ -226,9 +226,10 @@ def score_outside(problem: str, draws: Path) -> int:
     """Score an outside method's draws against ``problem``'s reference and print them beside
     the committed leaderboard (the full profile's methods and seeds); 2 on bad input."""
     from bnn_posteriors.store import parts
-    from bnn_posteriors.studies.ch10_reference_posteriors import score
+    from bnn_posteriors.studies.ch10_reference_posteriors import problems, score
 
     try:
+        problems.known(problem)  # an unknown problem is named before the draws are read
         row = score.score_draws(problem, score.read_draws(draws))
         full = profiles.settings_of(ReferencePosteriorsSettings, "full")
         committed = parts.committed_dir(full.score_results)

@@ -106,3 +106,9 @@ def test_problem_rejects_bad_data():
         problems.Problem("p", "", spec, x, np.array([0, 1, 2, 0]), x, np.zeros(4, int))
     with pytest.raises(ValueError, match=r"x_grid must be \(n, 2\)"):
         problems.Problem("p", "", spec, x, np.zeros(4, int), x, np.zeros(4, int), np.zeros((3, 1)))
+
+
+def test_known_names_a_problem_or_lists_them():
+    assert problems.known("banana") == "banana"
+    with pytest.raises(ValueError, match="unknown reference problem 'nope'; the problems are "):
+        problems.known("nope")

@@ -88,3 +88,12 @@ def test_standing_orders_the_methods_by_the_distance():
         ("your draws", 0.2),
         ("A", 0.3),
     ]
+
+
+def test_a_problem_without_a_reference_is_named(tmp_path):
+    with pytest.raises(ValueError, match="'banana' has no reference in .*bnn-posteriors reference"):
+        score.committed_reference("banana", tmp_path)
+    with pytest.raises(ValueError, match="unknown reference problem 'nope'"):
+        score.committed_reference("nope", tmp_path)
+    arrays, record = score.committed_reference("banana")
+    assert record["name"] == "banana" and "test_probs" in arrays

@@ -223,10 +223,15 @@ PROBLEMS: dict[str, Callable[[], Problem]] = {
 }
 
 
-def problem(name: str) -> Problem:
-    """The problem called ``name``; an unknown name raises ``ValueError`` listing them."""
+def known(name: str) -> str:
+    """``name`` if it names a problem of :data:`PROBLEMS`, else ``ValueError`` listing them."""
     if name not in PROBLEMS:
         raise ValueError(
             f"unknown reference problem {name!r}; the problems are {', '.join(PROBLEMS)}"
         )
-    return PROBLEMS[name]()
+    return name
+
+
+def problem(name: str) -> Problem:
+    """The problem called ``name``; an unknown name raises ``ValueError`` listing them."""
+    return PROBLEMS[known(name)]()

@@ -47,6 +47,23 @@ METHODS: dict[str, Callable[..., MethodFit]] = {
 }
 
 
+def committed_reference(
+    problem: str, reference_dir: Path | str | None = None
+) -> tuple[dict[str, np.ndarray], dict]:
+    """The arrays and record of ``problem``'s reference
+    (:func:`bnn_posteriors.store.reference.read_reference`); ``ValueError`` naming an unknown
+    problem, or a problem whose reference was never built, instead of a missing file."""
+    problems.known(problem)
+    try:
+        return reference_store.read_reference(problem, reference_dir)
+    except FileNotFoundError:
+        folder = reference_store.reference_dir() if reference_dir is None else reference_dir
+        raise ValueError(
+            f"problem {problem!r} has no reference in {folder}; build it with "
+            f"`bnn-posteriors reference {problem} --profile full`"
+        ) from None
+
+
 def reference_predictive(arrays: Mapping[str, np.ndarray], points: str = "test") -> dict:
     """The reference predictive at the set of ``points`` from the arrays of
     :func:`bnn_posteriors.store.reference.read_reference`: ``{"f", "noise_scale"}`` or
@@ -134,7 +151,7 @@ def score(
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; the methods are {', '.join(METHODS)}")
-    arrays, record = reference_store.read_reference(problem, reference_dir)
+    arrays, record = committed_reference(problem, reference_dir)
     settings_of_part = part_settings(problem, method, seed, settings, record["sha256"])
 
     def compute() -> dict:
@@ -200,7 +217,7 @@ def committed_rows(
     parts that are missing or hold other settings (still to run)."""
     rows, missing = [], []
     for problem in problem_names:
-        sha = reference_store.read_reference(problem, reference_dir)[1]["sha256"]
+        sha = committed_reference(problem, reference_dir)[1]["sha256"]
         for method, settings in methods.items():
             for seed in seeds:
                 name = part_name(problem, method, seed)
@@ -216,7 +233,7 @@ def committed_rows(
 def reference_floor(problem: str, reference_dir: Path | str | None = None) -> dict:
     """The reference's own Monte Carlo floor: the fidelity between its two halves of chains
     (:func:`bnn_posteriors.evaluation.fidelity.split_chains`), and its test scores."""
-    arrays, _ = reference_store.read_reference(problem, reference_dir)
+    arrays, _ = committed_reference(problem, reference_dir)
     ref = reference_predictive(arrays)
     first, second = fidelity.split_chains(ref)
     return {
@@ -258,7 +275,7 @@ def score_draws(
     scored: fidelity to the committed reference and the test scores against the labels.
     ValueError where the draws do not fit the problem (kind, number of test inputs, classes)."""
     prob = problems.problem(problem)
-    arrays, _ = reference_store.read_reference(problem, reference_dir)
+    arrays, _ = committed_reference(problem, reference_dir)
     ref = fidelity.pooled(reference_predictive(arrays))
     mine = fidelity.pooled(predictive, lead=1)
     if set(mine) != set(ref):
