@@ -83,6 +83,7 @@ def test_tiny_regression_run_thins_and_reports():
     assert out["predictive"]["grid"]["noise_scale"].shape == (2, 5)
     stats = out["stats"]
     assert stats["step_size"].shape == stats["divergences"].shape == (2,)
+    assert [len(d) for d in stats["divergent_draws"]] == stats["divergences"].tolist()
     assert stats["gradient_evaluations"] == int(stats["mean_num_steps"].sum() * 20)
     assert np.isfinite(out["predictive"]["test"]["f"]).all()
 
@@ -112,6 +113,15 @@ def test_a_mams_run_has_the_layout_of_a_nuts_run(likelihood):
         assert all(np.isfinite(v).all() for v in out["predictive"][name].values())
     assert set(out["stats"]) == set(nuts["stats"]) | {"L"}
     assert out["stats"]["gradient_evaluations"] == int(out["stats"]["mean_num_steps"].sum() * 20)
+
+
+def test_divergent_draws_are_the_indices_of_each_chains_divergences():
+    diverging = np.zeros((3, 6), dtype=bool)
+    diverging[0, [1, 4]] = True
+    diverging[2, 5] = True
+    assert reference.divergent_draws(diverging) == [[1, 4], [], [5]]
+    with pytest.raises(ValueError, match="must be \\(chains, draws\\)"):
+        reference.divergent_draws(diverging[0])
 
 
 def test_run_rejects_bad_budgets():

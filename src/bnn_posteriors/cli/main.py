@@ -109,10 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
     ref.add_argument("--seed", type=int, help="override the chapter's seed")
     ref.add_argument(
         "--sampler",
-        choices=("nuts", "mams"),
+        choices=("nuts", "nuts_dense", "mams"),
         default="nuts",
-        help="nuts (the reference, default) or mams (the second sampler family that validates "
-        "it, written to <problem>__mams)",
+        help="nuts (the reference, default), nuts_dense (NUTS with a dense mass matrix) or mams "
+        "(the second sampler family that validates it), the last two written to "
+        "<problem>__<sampler>",
     )
     ref.add_argument(
         "--out", type=Path, help="folder of the reference files (default: results/<results>)"

@@ -168,9 +168,10 @@ def run_reference(
     cache: Path | None = None,
     sampler: str = "nuts",
 ) -> int:
-    """Build the reference posterior of ``problem`` (chapter 10) with a progress bar, by NUTS
-    or by the second sampler family ``sampler="mams"``; the options replace the profile's
-    settings. Prints the mixing summary and the wall time."""
+    """Build the reference posterior of ``problem`` (chapter 10) with a progress bar, by NUTS,
+    by NUTS with a dense metric (``sampler="nuts_dense"``) or by the second sampler family
+    (``sampler="mams"``); the options replace the profile's settings. Prints the mixing
+    summary and the wall time."""
     import jax
 
     from bnn_posteriors.studies.ch10_reference_posteriors import build

@@ -61,7 +61,13 @@ def _is_array(v) -> bool:
 
 @functools.lru_cache(maxsize=64)
 def _compiled_nuts(
-    model, static: tuple, num_warmup: int, target: float, max_doublings: int, thinning: int = 1
+    model,
+    static: tuple,
+    num_warmup: int,
+    target: float,
+    max_doublings: int,
+    thinning: int = 1,
+    dense_mass: bool = False,
 ):
     """The jitted, chain-vectorised NUTS programs of one (model, settings, warm-up budget).
 
@@ -72,7 +78,8 @@ def _compiled_nuts(
     (``sample(state, tuned, keys_draws, arrays)`` continues from ``state``). Data arrays
     are arguments, not constants, so new data of the same shape and new keys reuse the
     compiled programs. ``thinning``: the samples keep every ``thinning``-th draw (the last
-    of each block of ``thinning``); the statistics keep every draw.
+    of each block of ``thinning``); the statistics keep every draw. ``dense_mass``: the
+    adaptation estimates a dense inverse mass matrix instead of a diagonal one.
     """
 
     def logdensity_of(arrays):
@@ -83,6 +90,7 @@ def _compiled_nuts(
         run = blackjax.window_adaptation(
             blackjax.nuts,
             logdensity_of(arrays),
+            is_mass_matrix_diagonal=not dense_mass,
             target_acceptance_rate=target,
             max_num_doublings=max_doublings,
         ).run
@@ -187,6 +195,7 @@ def nuts(
     thinning: int = 1,
     mesh=None,
     warmup_stats: bool = False,
+    dense_mass: bool = False,
 ):
     """NUTS by BlackJAX with per-chain window adaptation, chains in ``vmap``.
 
@@ -218,6 +227,10 @@ def nuts(
     ``warmup_stats``: ``stats`` also hold ``warmup_num_steps`` (chains, num_warmup), the
     leapfrog steps of every adaptation step, so that a caller can count every gradient the
     run spent; only for a run in one program (no ``chunk_size``, no ``cache``).
+
+    ``dense_mass``: the window adaptation estimates a dense inverse mass matrix (the
+    parameters' covariance) instead of the diagonal one, for posteriors whose correlations
+    keep a diagonal metric's trees at the depth cap.
     """
     _check_inputs("nuts", model_kwargs, num_chains, num_warmup, num_samples, 1)  # adaptation
     directory = unit_cache.cache_location(cache)
@@ -245,7 +258,13 @@ def nuts(
             f"non-array model settings must be hashable (use tuples, not lists): {dict(static)}"
         ) from None
     whole, adapt, sample = _compiled_nuts(
-        model, static, num_warmup, float(target_acceptance_rate), max_num_doublings, thinning
+        model,
+        static,
+        num_warmup,
+        float(target_acceptance_rate),
+        max_num_doublings,
+        thinning,
+        bool(dense_mass),
     )
     place = _placement(mesh)
     keys_warm, keys, init_positions = place((keys_warm, keys, init_positions))
@@ -267,6 +286,8 @@ def nuts(
     )
     if thinning != 1:  # the units of unthinned runs keep their keys
         settings["thinning"] = thinning
+    if dense_mass:  # so do the units of runs with a diagonal metric
+        settings["dense_mass"] = True
     return _first_chains(
         _nuts_in_chunks(
             adapt,

@@ -83,7 +83,21 @@ def predictive(spec: MLP, samples: Mapping, x) -> dict[str, np.ndarray]:
     return {"f": outputs[..., 0], "noise_scale": scale}
 
 
-SAMPLERS = ("nuts", "mams")  # the two sampler families of a reference run
+# the samplers of a reference run: NUTS with a diagonal metric (the reference), NUTS with a
+# dense metric, and MAMS, the second sampler family; FAMILY: each one's family
+SAMPLERS = ("nuts", "nuts_dense", "mams")
+FAMILY = {"nuts": "NUTS", "nuts_dense": "NUTS", "mams": "MAMS"}
+
+
+def divergent_draws(diverging) -> list[list[int]]:
+    """Where a run's divergences occur: per chain, the indices of the draws (after the
+    adaptation, before thinning) whose trajectory diverged; ``diverging`` (chains, draws)."""
+    diverging = np.asarray(diverging, dtype=bool)
+    if diverging.ndim != 2:
+        raise ValueError(
+            f"divergent_draws: diverging must be (chains, draws), got {diverging.shape}"
+        )
+    return [np.flatnonzero(chain).tolist() for chain in diverging]
 
 
 def run(
@@ -107,7 +121,9 @@ def run(
 ) -> dict:
     """A reference run of the Bayesian MLP ``spec`` on ``(x_train, y_train)``.
 
-    ``sampler``: ``"nuts"`` (:func:`~bnn_posteriors.inference.mcmc.nuts`) or ``"mams"`` (the
+    ``sampler``: ``"nuts"`` (:func:`~bnn_posteriors.inference.mcmc.nuts`), ``"nuts_dense"``
+    (the same with a dense mass matrix, for posteriors whose correlations hold the diagonal
+    metric's trees at the cap) or ``"mams"`` (the
     second sampler family, :func:`~bnn_posteriors.inference.mams.mams`, tuned to
     ``target_acceptance_rate``; ``max_num_doublings`` does not apply to it; one device).
     ``num_chains`` chains (NumPyro's uniform starts on [−2, 2], one key per chain),
@@ -118,7 +134,8 @@ def run(
     thinning). ``points``: named inputs (n_k, d) where the predictive is stored.
 
     Returns ``{"predictive": {name: predictive(...)}, "stats": {...}}`` with per-chain
-    ``step_size``, ``acceptance_rate`` (mean), ``divergences`` (count), ``mean_num_steps``
+    ``step_size``, ``acceptance_rate`` (mean), ``divergences`` (count) and
+    ``divergent_draws`` (where: :func:`divergent_draws`), ``mean_num_steps``
     (integration steps per draw) and ``gradient_evaluations`` (the draws' total); MAMS adds
     its trajectory length ``L``.
     """
@@ -155,6 +172,7 @@ def run(
             model_kwargs,
             mesh=sharding.chain_mesh(devices),
             max_num_doublings=max_num_doublings,
+            dense_mass=sampler == "nuts_dense",
             **common,
         )
     steps = np.asarray(stats["num_steps"])
@@ -164,6 +182,7 @@ def run(
             "step_size": np.asarray(stats["step_size"]),
             "acceptance_rate": np.asarray(stats["acceptance_rate"]).mean(axis=1),
             "divergences": np.asarray(stats["diverging"]).sum(axis=1),
+            "divergent_draws": divergent_draws(stats["diverging"]),
             "mean_num_steps": steps.mean(axis=1),
             "gradient_evaluations": int(steps.sum()),
             **({"L": np.asarray(stats["L"])} if "L" in stats else {}),

@@ -82,9 +82,10 @@ def build(
 ) -> dict:
     """Run, diagnose and store the reference of problem ``name`` (:func:`problems.problem`).
 
-    ``sampler``: ``"nuts"``, the reference, or ``"mams"``, the second sampler family that
-    validates it (:func:`bnn_posteriors.inference.reference.run`; stored as
-    :func:`stored_name`, its chains from another key of the same seed).
+    ``sampler``: ``"nuts"``, the reference, ``"nuts_dense"`` (NUTS with a dense metric) or
+    ``"mams"``, the second sampler family that validates it
+    (:func:`bnn_posteriors.inference.reference.run`; stored as :func:`stored_name`, its chains
+    from another key of the same seed).
     ``out``: the folder of ``<name>.npz`` and ``<name>.json`` (None: ``results/reference``).
     Returns the record written (settings, stats, ``mixing`` per set of points, ``wall_s``)
     with ``path``, the JSON file.
