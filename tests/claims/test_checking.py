@@ -299,6 +299,10 @@ def test_a_record_is_stale_when_the_catalogue_rule_changed(catalogue_rules):
     assert claims.rule_changed(record)
     catalogue_rules({"C1.1": [{**entry, "part": "renamed"}]})
     assert claims.rule_changed(record)
+    # the same rule and bound on another measurement: the record measured the old one
+    catalogue_rules({"C1.1": [{**entry, "statistic": "measured anew"}]})
+    assert claims.rule_changed(record)
+    assert not claims.rule_changed({k: v for k, v in record.items() if k != "statistic"})
 
 
 def test_rule_true_needs_bools(ruled):

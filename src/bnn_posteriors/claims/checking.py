@@ -248,9 +248,11 @@ def part_lock(claim_id: str, part: str | None = None, finding: str | None = None
 
 
 def rule_changed(record: dict) -> bool:
-    """Whether the catalogue's rule for a record's check differs from the one the record was
-    decided by (its rule, tolerance or fixed bound), or its part is gone. False for records
-    written before the rules moved into the catalogue (they name no part)."""
+    """Whether the catalogue's check of a record differs from the one the record was decided
+    by: its rule, tolerance or fixed bound, or the statistic it measures (a check whose
+    measurement changed names it anew, so that its records from before are stale), or its
+    part is gone. False for records written before the rules moved into the catalogue (they
+    name no part); the statistic is compared where the record holds one."""
     if not record.get("part"):
         return False
     try:
@@ -258,6 +260,8 @@ def rule_changed(record: dict) -> bool:
     except ValueError:
         return True
     if entry.get("finding") != record.get("finding") or entry["rule"] != record.get("rule"):
+        return True
+    if "statistic" in record and entry.get("statistic") != record["statistic"]:
         return True
     for key in ("tol", "rtol"):
         if to_json(entry.get(key)) != record.get(key):

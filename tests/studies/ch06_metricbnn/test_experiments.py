@@ -448,3 +448,35 @@ def test_mnist_study_takes_the_first_training_images(tiny_cfg):
     assert out["n_train"] == 12 and out["n_test"] == 5
     assert set(out["nll"]) == {"LA (last layer)", "Lin LA (last layer)", "MetricBNN", "MAP"}
     assert out["num_params"] == ravel_pytree(mbx.cnn.cnn_init(KEY))[0].size
+
+
+def test_depth_map_trains_the_tanh_network_it_is_read_as(tiny_cfg):
+    # C6.8 once trained a ReLU network's MAP and read its parameters as the tanh network's:
+    # the MAP must be a stationary point of the network that the LA and MetricBNN read.
+    problem, _ = snelson_like()
+    cfg = tiny_cfg(snelson_map_steps=400, map_learning_rate=1e-2)
+    params, net = mbx.depth_map(KEY, problem, cfg, 2)
+    assert net.apply_fn.keywords == {"activation_name": "tanh"}
+    theta = ravel_pytree(params)[0]
+    assert theta.size == 22  # 1-3-3-1
+
+    def loss(t, apply_fn):
+        r = apply_fn(net.unravel(t), problem.x) - problem.y
+        return 0.5 * jnp.sum(r**2) / problem.noise_scale**2 + 0.5 * cfg.prior_precision * t @ t
+
+    relu_map = ravel_pytree(
+        map_estimate.train_map(
+            nets.mlp_init(KEY, (1, 3, 3, 1), scheme="fan_in"),
+            problem.x,
+            problem.y,
+            likelihood="gaussian",
+            noise_scale=problem.noise_scale,
+            prior_precision=cfg.prior_precision,
+            activation="relu",
+            num_steps=cfg.snelson_map_steps,
+            learning_rate=cfg.map_learning_rate,
+        )[0]
+    )[0]
+    tanh_grad = jnp.linalg.norm(jax.grad(loss)(theta, net.apply_fn))
+    relu_read_as_tanh = jnp.linalg.norm(jax.grad(loss)(relu_map, net.apply_fn))
+    assert tanh_grad < 0.1 * relu_read_as_tanh

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -771,10 +771,35 @@ def flops_crossing(
     return {**out, "size": float(hi), "la": la_total, "metricbnn": la_total - float(gap(hi))}
 
 
+def depth_map(key, problem: GapRegression, cfg: MetricBNNSettings, depth: int):
+    """The MAP of C6.8's network with ``depth`` hidden layers: a tanh MLP
+    1 → ``cfg.depth_width``^depth → 1 started from the fan-in scheme with ``key`` and trained
+    on ``problem``'s data (its noise, the prior precision and budget of ``cfg``).
+
+    Returns ``(params, net)``: ``net`` is ``problem`` with this network's ``unravel`` and the
+    tanh network that the MAP was trained as, so the LA, MetricBNN and the gap NLL read the
+    parameters as the same network.
+    """
+    tanh_net = partial(nets.mlp_apply, activation_name="tanh")
+    widths = (problem.x.shape[1], *([cfg.depth_width] * depth), 1)
+    params, _ = map_estimate.train_map(
+        nets.mlp_init(key, widths, scheme="fan_in"),
+        problem.x,
+        problem.y,
+        likelihood="gaussian",
+        noise_scale=problem.noise_scale,
+        prior_precision=cfg.prior_precision,
+        apply_fn=tanh_net,
+        num_steps=cfg.snelson_map_steps,
+        learning_rate=cfg.map_learning_rate,
+    )
+    return params, replace(problem, unravel=ravel_pytree(params)[1], apply_fn=tanh_net)
+
+
 def depth_accuracy(keys, problem: GapRegression, cfg: MetricBNNSettings, walk) -> dict:
     """[MBNN] Fig. 5's accuracy against depth (C6.8, "while preserving accuracy"): for each
-    depth of ``cfg.depths`` (with its key of ``keys``), a tanh MLP 1 → width^depth → 1
-    (``cfg.depth_width``) trained to its MAP on ``problem``'s data, its sampled LA (full GGN,
+    depth of ``cfg.depths`` (with its key of ``keys``), the tanh network's MAP
+    (:func:`depth_map`), its sampled LA (full GGN,
     prior precision by the evidence) and MetricBNN (Alg. 1 with Snelson's settings, then
     latent samples), each scored by its NLL on the gap points (:func:`gap_nll`).
 
@@ -783,26 +808,12 @@ def depth_accuracy(keys, problem: GapRegression, cfg: MetricBNNSettings, walk) -
     """
     if len(keys) != len(cfg.depths):
         raise ValueError(f"need one key per depth: {len(keys)} keys, {len(cfg.depths)} depths")
-    tanh_net = partial(nets.mlp_apply, activation_name="tanh")
     sigma, delta = problem.noise_scale, cfg.prior_precision
     rows: dict[str, list] = {"depth": [], "P": [], "LA": [], "MetricBNN": []}
     for key, depth in zip(keys, cfg.depths, strict=True):
         k_init, k_curv, k_walk, k_la, k_mb = jax.random.split(key, 5)
-        widths = (problem.x.shape[1], *([cfg.depth_width] * depth), 1)
-        params, _ = map_estimate.train_map(
-            nets.mlp_init(k_init, widths, scheme="fan_in"),
-            problem.x,
-            problem.y,
-            likelihood="gaussian",
-            noise_scale=sigma,
-            prior_precision=delta,
-            num_steps=cfg.snelson_map_steps,
-            learning_rate=cfg.map_learning_rate,
-        )
-        theta, unravel = ravel_pytree(params)
-        net = GapRegression(
-            problem.x, problem.y, problem.x_gap, problem.y_gap, sigma, unravel, tanh_net
-        )
+        params, net = depth_map(k_init, problem, cfg, depth)
+        theta = ravel_pytree(params)[0]
         post = laplace.optimise_prior_precision(
             laplace.laplace(
                 params,
@@ -814,8 +825,8 @@ def depth_accuracy(keys, problem: GapRegression, cfg: MetricBNNSettings, walk) -
             )
         )
         loss = metricbnn.refinement_loss(
-            unravel,
-            tanh_net,
+            net.unravel,
+            net.apply_fn,
             problem.x,
             problem.y,
             likelihood="gaussian",
