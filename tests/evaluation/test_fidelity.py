@@ -61,14 +61,12 @@ def test_a_bimodal_reference_is_far_from_either_of_its_modes():
     assert d["w2"][0] == pytest.approx(np.sqrt(low + high), rel=1e-2)
 
 
-def test_fidelity_scores_and_split():
+def test_fidelity_and_scores():
     rng = np.random.default_rng(0)
     probs = rng.dirichlet(np.ones(3), size=(4, 10, 6))  # (chain, draw, n, C)
     ref = {"probs": probs}
     assert fidelity.fidelity(ref, ref) == {"agreement": 1.0, "total_variation": 0.0}
-    a, b = fidelity.split_chains(ref)
-    assert a["probs"].shape == b["probs"].shape == (2, 10, 6, 3)
-    floor = fidelity.fidelity(a, b)
+    floor = fidelity.fidelity({"probs": probs[:2]}, {"probs": probs[2:]})
     assert 0 < floor["total_variation"] < 0.2
     with pytest.raises(ValueError, match="classifier"):
         fidelity.fidelity(ref, gaussian(0.0, 1.0, n=6))
@@ -79,5 +77,39 @@ def test_fidelity_scores_and_split():
     s = fidelity.predictive_scores(reg, np.full(4, 0.5))
     assert s["rmse"] == 0.0
     assert s["lppd"] == pytest.approx(stats.norm.logpdf(0.0, scale=2.0))
+
+
+def _chains(seed=0, chains=8, draws=50, n=4):
+    rng = np.random.default_rng(seed)
+    return {
+        "f": rng.normal(size=(chains, draws, n)) * 0.7 + np.linspace(-1, 1, n),
+        "noise_scale": np.exp(rng.normal(-1.0, 0.2, size=(chains, draws))),
+    }
+
+
+@pytest.mark.parametrize("kind", ["regression", "classification"])
+def test_matched_floor_is_fidelity_of_random_draws_to_the_other_half(kind):
+    rng = np.random.default_rng(1)
+    ref = _chains() if kind == "regression" else {"probs": rng.dirichlet(np.ones(3), (8, 50, 6))}
+    floor = fidelity.matched_floor(ref, num_draws=40, num_splits=5, seed=3)
+    pooled = fidelity.pooled(ref)
+    for j, (draws, other) in enumerate(fidelity._split_subsets(8, 50, 40, 5, 3)):
+        assert len(set(draws // 50) & set(other)) == 0 and len(other) == 4  # disjoint halves
+        mine = {k: v[draws] for k, v in pooled.items()}
+        theirs = {k: np.asarray(v)[other] for k, v in ref.items()}
+        exact = fidelity.fidelity(mine, theirs)
+        for metric, values in floor.items():  # one grid per input: the same up to its resolution
+            assert values[j] == pytest.approx(exact[metric], rel=2e-3, abs=1e-9), metric
+
+
+def test_matched_floor_falls_with_the_draws_and_is_zero_for_identical_chains():
+    ref = _chains(chains=16, draws=100)
+    few = fidelity.matched_floor(ref, num_draws=20, num_splits=20)
+    many = fidelity.matched_floor(ref, num_draws=400, num_splits=20)
+    assert few["w2"].mean() > 1.5 * many["w2"].mean()  # Monte Carlo error ~ 1/sqrt(draws)
+    same = {k: np.broadcast_to(v[:1, :1], v.shape) for k, v in ref.items()}  # one draw repeated
+    assert np.all(fidelity.matched_floor(same, num_draws=100, num_splits=3)["ks"] < 1e-12)
+    with pytest.raises(ValueError, match="more than half the chains hold"):
+        fidelity.matched_floor(ref, num_draws=801)
     with pytest.raises(ValueError, match="at least 2 chains"):
-        fidelity.split_chains({"probs": probs[:1]})
+        fidelity.matched_floor({k: v[:1] for k, v in ref.items()}, num_draws=10)

@@ -237,7 +237,9 @@ def score_outside(problem: str, draws: Path) -> int:
         if committed is None:
             raise ValueError("the full profile names no folder of committed scores")
         rows, _ = score.committed_rows([problem], full.methods, full.score_seeds, committed)
-        floor = score.reference_floor(problem)
+        floor = score.reference_floor(
+            problem, num_draws=full.floor_draws, num_splits=full.floor_splits
+        )
     except ValueError as error:
         print(f"bnn-posteriors: error: {error}", file=sys.stderr)
         return 2
@@ -247,8 +249,9 @@ def score_outside(problem: str, draws: Path) -> int:
     for name, value in row.items():
         print(f"  {name:<16} {value:.4g}")
     print(
-        f"  the reference's own floor (one half of its chains against the other): "
-        f"{metric} {floor[metric]:.4g}"
+        f"  the reference's own floor ({full.floor_draws} draws of a random half of its chains "
+        f"against the other half, over {full.floor_splits} splits): {metric} "
+        f"{floor[metric]:.4g} ± {floor[metric + '_sd']:.2g}"
     )
     print(f"\nby {metric} (mean over the committed seeds; lower is closer):")
     for rank, (name, value) in enumerate(score.standing(row, board, problem, metric), 1):

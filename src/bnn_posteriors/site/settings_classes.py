@@ -389,6 +389,8 @@ class ReferencePosteriorsSettings(Settings):
     mams_target_acceptance_rate: float
     score_problems: tuple[str, ...]
     score_results: str
+    floor_draws: int
+    floor_splits: int
     live_problems: tuple[str, ...]
     live_methods: tuple[str, ...]
     figure_seed: int

@@ -109,11 +109,12 @@ def _rows():
 
 def test_mixing_table(refs):
     tmp, _ = refs
-    table = report.mixing_table(["r1", "c2"], {"r1": {"w2": 0.03}}, tmp)
+    table = report.mixing_table(["r1", "c2"], {"r1": {"w2": 0.03, "w2_sd": 0.004}}, tmp)
     lines = table.splitlines()
     assert (
         len(lines) == 4
-        and "| r1 | 1–3–1 | 2 × 10 (keep 5) | 1.001 | 50 | yes | 3 | 4 | 12 | W2 0.030 |" in table
+        and "| r1 | 1–3–1 | 2 × 10 (keep 5) | 1.001 | 50 | yes | 3 | 4 | 12 | W2 0.030 ± 0.004 |"
+        in table
     )
     assert "no: max_rhat 1.2 > 1.01" in lines[3] and lines[3].endswith("| – |")
 

@@ -97,3 +97,12 @@ def test_a_problem_without_a_reference_is_named(tmp_path):
         score.committed_reference("nope", tmp_path)
     arrays, record = score.committed_reference("banana")
     assert record["name"] == "banana" and "test_probs" in arrays
+
+
+def test_the_floor_is_at_the_methods_number_of_draws():
+    # banana's committed reference: 16 chains of 100 draws
+    floor = score.reference_floor("banana", num_draws=200, num_splits=20)
+    more = score.reference_floor("banana", num_draws=800, num_splits=20)
+    assert 0 < more["total_variation"] < floor["total_variation"]  # more draws, closer
+    assert floor["total_variation_sd"] > 0 and 0.9 < floor["agreement"] <= 1
+    assert {"lppd", "accuracy", "ece"} <= set(floor)  # the reference's own test scores

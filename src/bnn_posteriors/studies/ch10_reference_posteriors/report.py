@@ -35,8 +35,9 @@ def mixing_table(
 ) -> str:
     """One row per reference: its network, chains × stored draws, the function-space R-hat and
     ESS at the test points (and whether they pass), divergences, the mean number of leapfrog
-    steps per draw, its wall time and its floor (``floors``: problem → :func:`.score.
-    reference_floor`, the distance between its two halves of chains)."""
+    steps per draw, its wall time and its floor with its sd over the splits (``floors``:
+    problem → :func:`.score.reference_floor`, a method's number of draws of half its chains
+    against the other half)."""
     rows = []
     for name in problem_names:
         record = reference_store.read_reference(name, reference_dir)[1]
@@ -46,7 +47,9 @@ def mixing_table(
             floor_cell = "–"
         else:
             metric = "w2" if "w2" in floor else "total_variation"
-            floor_cell = f"{LABELS[metric].split()[0]} {floor[metric]:.3f}"
+            floor_cell = (
+                f"{LABELS[metric].split()[0]} {floor[metric]:.3f} ± {floor[metric + '_sd']:.3f}"
+            )
         rows.append(
             [
                 name,

@@ -230,14 +230,25 @@ def committed_rows(
     return rows, missing
 
 
-def reference_floor(problem: str, reference_dir: Path | str | None = None) -> dict:
-    """The reference's own Monte Carlo floor: the fidelity between its two halves of chains
-    (:func:`bnn_posteriors.evaluation.fidelity.split_chains`), and its test scores."""
+def reference_floor(
+    problem: str,
+    *,
+    num_draws: int,
+    num_splits: int,
+    reference_dir: Path | str | None = None,
+) -> dict:
+    """The reference's own Monte Carlo floor at the methods' number of draws, and its test
+    scores: per metric of :func:`bnn_posteriors.evaluation.fidelity.fidelity`, the mean over
+    ``num_splits`` random splits of its chains into halves of the distance of ``num_draws``
+    draws of one half to the other half (:func:`~bnn_posteriors.evaluation.fidelity.
+    matched_floor`), and its sd over the splits as ``<metric>_sd``. What a method whose
+    ``num_draws`` draws were exact would score against half the chains."""
     arrays, _ = committed_reference(problem, reference_dir)
     ref = reference_predictive(arrays)
-    first, second = fidelity.split_chains(ref)
+    splits = fidelity.matched_floor(ref, num_draws=num_draws, num_splits=num_splits)
     return {
-        **fidelity.fidelity(first, second),
+        **{metric: float(values.mean()) for metric, values in splits.items()},
+        **{f"{metric}_sd": float(values.std(ddof=1)) for metric, values in splits.items()},
         **fidelity.predictive_scores(ref, problems.problem(problem).y_test),
     }
 
