@@ -455,9 +455,10 @@ def test_depth_map_trains_the_tanh_network_it_is_read_as(tiny_cfg):
     # the MAP must be a stationary point of the network that the LA and MetricBNN read.
     problem, _ = snelson_like()
     cfg = tiny_cfg(snelson_map_steps=400, map_learning_rate=1e-2)
-    params, net = mbx.depth_map(KEY, problem, cfg, 2)
+    mode, net = mbx.depth_map(KEY, problem, cfg, 2)
     assert net.apply_fn.keywords == {"activation_name": "tanh"}
-    theta = ravel_pytree(params)[0]
+    assert mode.noise_scale == problem.noise_scale
+    theta = ravel_pytree(mode.params)[0]
     assert theta.size == 22  # 1-3-3-1
 
     def loss(t, apply_fn):

@@ -27,7 +27,7 @@ from jax.flatten_util import ravel_pytree
 from bnn_posteriors.data import loaders as data
 from bnn_posteriors.evaluation import cost, metrics
 from bnn_posteriors.evaluation.predictive import class_probs
-from bnn_posteriors.inference import laplace, map_estimate, metricbnn
+from bnn_posteriors.inference import laplace, map_estimate, map_laplace, metricbnn
 from bnn_posteriors.models import cnn, nets
 from bnn_posteriors.site.settings_classes import MetricBNNSettings
 from bnn_posteriors.store import cache as unit_cache
@@ -233,17 +233,20 @@ def snelson_repeat(
     it returns.
     """
     k_init, k_curv, k_walk, k_metrics = jax.random.split(rng_key, 4)
-    p, _ = map_estimate.train_map(
-        nets.mlp_init(k_init, widths, scheme="fan_in"),
+    mode = map_laplace.train_map_from(
+        k_init,
+        widths,
         problem.x,
         problem.y,
         likelihood="gaussian",
-        noise_scale=problem.noise_scale,
         prior_precision=prior_precision,
         num_steps=map_steps,
         learning_rate=map_learning_rate,
+        activation="relu",
+        init_scheme="fan_in",
+        noise_scale=problem.noise_scale,
     )
-    th = ravel_pytree(p)[0]
+    th = ravel_pytree(mode.params)[0]
     loss = metricbnn.refinement_loss(
         problem.unravel,
         problem.apply_fn,
@@ -359,19 +362,24 @@ def uci_fit(
     ytr = jnp.asarray(ytr)
     widths = (xtr.shape[1], *hidden, int(ytr.max()) + 1)
     k_init, k_la, k_mb, k_s = jax.random.split(rng_key, 4)
-    p_map, _ = map_estimate.train_map(
-        nets.mlp_init(k_init, widths, scheme="fan_in"),
+    mode = map_laplace.train_map_from(
+        k_init,
+        widths,
         xtr,
         ytr,
         likelihood="categorical",
         prior_precision=prior_precision,
         num_steps=map_steps,
         learning_rate=map_learning_rate,
+        activation="relu",
+        init_scheme="fan_in",
     )
+    p_map = mode.params
     t_map, unr = ravel_pytree(p_map)
     t0 = time.perf_counter()
-    post = laplace.optimise_prior_precision(
-        laplace.laplace(p_map, xtr, ytr, likelihood="categorical")
+    # the LA's evidence tuning starts from δ = 1, not the MAP's prior precision
+    post = map_laplace.laplace_at(
+        mode, xtr, ytr, likelihood="categorical", prior_precision=1.0, tune="prior"
     )
     t_fit = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -508,19 +516,21 @@ def banana_predictives(
     """
     k_init, k_walk, k_la, k_mb = rng_keys
     tanh_net = partial(nets.mlp_apply, activation_name="tanh")
-    p_map, _ = map_estimate.train_map(
-        nets.mlp_init(k_init, widths, scheme="fan_in"),
+    mode = map_laplace.train_map_from(
+        k_init,
+        widths,
         x,
         y,
         likelihood="categorical",
-        activation="tanh",
         prior_precision=prior_precision,
         num_steps=map_steps,
         learning_rate=map_learning_rate,
+        activation="tanh",
+        init_scheme="fan_in",
     )
-    t_map, unravel = ravel_pytree(p_map)
-    post = laplace.optimise_prior_precision(
-        laplace.laplace(p_map, x, y, likelihood="categorical", activation="tanh")
+    t_map, unravel = ravel_pytree(mode.params)
+    post = map_laplace.laplace_at(
+        mode, x, y, likelihood="categorical", prior_precision=1.0, activation="tanh", tune="prior"
     )
     loss = metricbnn.refinement_loss(
         unravel, tanh_net, x, y, likelihood="categorical", prior_precision=prior_precision
@@ -774,26 +784,29 @@ def flops_crossing(
 def depth_map(key, problem: GapRegression, cfg: MetricBNNSettings, depth: int):
     """The MAP of C6.8's network with ``depth`` hidden layers: a tanh MLP
     1 → ``cfg.depth_width``^depth → 1 started from the fan-in scheme with ``key`` and trained
-    on ``problem``'s data (its noise, the prior precision and budget of ``cfg``).
+    on ``problem``'s data (its noise, the prior precision and budget of ``cfg``;
+    :func:`.map_laplace.train_map_from`).
 
-    Returns ``(params, net)``: ``net`` is ``problem`` with this network's ``unravel`` and the
+    Returns ``(mode, net)``: the :class:`.map_laplace.MapFit`, and ``net``, ``problem`` with
+    this network's ``unravel`` and the
     tanh network that the MAP was trained as, so the LA, MetricBNN and the gap NLL read the
     parameters as the same network.
     """
-    tanh_net = partial(nets.mlp_apply, activation_name="tanh")
-    widths = (problem.x.shape[1], *([cfg.depth_width] * depth), 1)
-    params, _ = map_estimate.train_map(
-        nets.mlp_init(key, widths, scheme="fan_in"),
+    mode = map_laplace.train_map_from(
+        key,
+        (problem.x.shape[1], *([cfg.depth_width] * depth), 1),
         problem.x,
         problem.y,
         likelihood="gaussian",
-        noise_scale=problem.noise_scale,
         prior_precision=cfg.prior_precision,
-        apply_fn=tanh_net,
         num_steps=cfg.snelson_map_steps,
         learning_rate=cfg.map_learning_rate,
+        activation="tanh",
+        init_scheme="fan_in",
+        noise_scale=problem.noise_scale,
     )
-    return params, replace(problem, unravel=ravel_pytree(params)[1], apply_fn=tanh_net)
+    tanh_net = partial(nets.mlp_apply, activation_name="tanh")
+    return mode, replace(problem, unravel=ravel_pytree(mode.params)[1], apply_fn=tanh_net)
 
 
 def depth_accuracy(keys, problem: GapRegression, cfg: MetricBNNSettings, walk) -> dict:
@@ -812,17 +825,16 @@ def depth_accuracy(keys, problem: GapRegression, cfg: MetricBNNSettings, walk) -
     rows: dict[str, list] = {"depth": [], "P": [], "LA": [], "MetricBNN": []}
     for key, depth in zip(keys, cfg.depths, strict=True):
         k_init, k_curv, k_walk, k_la, k_mb = jax.random.split(key, 5)
-        params, net = depth_map(k_init, problem, cfg, depth)
-        theta = ravel_pytree(params)[0]
-        post = laplace.optimise_prior_precision(
-            laplace.laplace(
-                params,
-                problem.x,
-                problem.y,
-                likelihood="gaussian",
-                noise_scale=sigma,
-                activation="tanh",
-            )
+        mode, net = depth_map(k_init, problem, cfg, depth)
+        theta = ravel_pytree(mode.params)[0]
+        post = map_laplace.laplace_at(  # the evidence tuning starts from δ = 1
+            mode,
+            problem.x,
+            problem.y,
+            likelihood="gaussian",
+            prior_precision=1.0,
+            activation="tanh",
+            tune="prior",
         )
         loss = metricbnn.refinement_loss(
             net.unravel,

@@ -22,7 +22,7 @@ from bnn_posteriors.claims.checking import Evidence, Gate, catalogue_check
 from bnn_posteriors.data import loaders
 from bnn_posteriors.evaluation import cost, metrics
 from bnn_posteriors.inference import ggn_null_space as ns
-from bnn_posteriors.inference import laplace, map_estimate
+from bnn_posteriors.inference import laplace, map_laplace
 from bnn_posteriors.models import nets
 from bnn_posteriors.site import tables
 from bnn_posteriors.site.settings_classes import GGNNullSpaceSettings
@@ -92,34 +92,30 @@ def fit(
     else:
         y, y_test = np.asarray(y, np.float64).ravel(), np.asarray(y_test, np.float64).ravel()
         targets, outputs = y[:, None], 1
-    init = nets.mlp_init(rng_key, (x.shape[1], *hidden, outputs), scheme="glorot")
-    init = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), init)
     delta = cfg.map_prior_precision
-    params, _ = map_estimate.train_map(
-        init,
+    mode = map_laplace.train_map_from(
+        rng_key,
+        (x.shape[1], *hidden, outputs),
         x,
         targets,
         likelihood=likelihood,
-        noise_scale=noise_scale,
         prior_precision=delta,
-        activation=activation,
         num_steps=cfg.map_steps,
         learning_rate=cfg.map_learning_rate,
+        activation=activation,
+        dtype=jnp.float64,
+        noise_scale=noise_scale if likelihood == "gaussian" else None,
     )
-    post = laplace.laplace(
-        params,
+    post = map_laplace.laplace_at(
+        mode,
         x,
         targets,
         likelihood=likelihood,
-        noise_scale=noise_scale,
         prior_precision=delta,
         activation=activation,
+        tune="noise" if fit_noise else "prior",
     )
-    if fit_noise:
-        post = laplace.optimise_noise_scale(post, num_targets=int(y.size))
-    else:
-        post = laplace.optimise_prior_precision(post)
-    theta, model_fn = ns.flat_mlp(params, activation)
+    theta, model_fn = ns.flat_mlp(mode.params, activation)
     jac = ns.training_jacobian(model_fn, theta, x)
     return Fit(
         name,

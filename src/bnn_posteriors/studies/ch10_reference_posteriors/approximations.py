@@ -7,13 +7,13 @@ One pure function per method, ``method(rng_key, prob, *, settings) -> MethodFit`
 full-batch gradients of the log joint (plus the flops of dense factorisations). Every method
 reuses the package's implementation:
 
-- :func:`map_point`: the MAP of :func:`.map_estimate.train_map` (S = 1);
+- :func:`map_point`: the MAP of :func:`.map_laplace.train_map_from` (S = 1);
 - :func:`mfvi`, :func:`tempered_mfvi`: :func:`.vi.fit_mfvi` on the problem's NumPyro model,
   the KL multiplied by η for the tempered one ([TEMP]);
 - :func:`symmetrised_vi`: :func:`.symmetrised.fit_mean_field` with λ = 1 ([SYM]; one hidden
   layer);
-- :func:`sampled_laplace`, :func:`linearised_laplace`: :func:`.laplace.laplace` (the full
-  GGN) around the MAP;
+- :func:`sampled_laplace`, :func:`linearised_laplace`: :func:`.map_laplace.laplace_at` (the
+  full GGN) at the MAP;
 - :func:`null_space_laplace`: the projected posterior N(θ̂, α⁻¹ P_ker) of
   :mod:`.ggn_null_space` ([NS]), as chapter 9 builds it;
 - :func:`viking`: :func:`.viking.fit_viking` from the MAP ([VK]), as chapter 9.
@@ -26,7 +26,7 @@ the same sample-based metrics.
 Regression noise. The problems sample σ (log σ ~ N(0, 1)). The VI methods fit a factor of q to
 log σ and return exp of its draws. The MAP-based methods need a fixed σ: the MAP's own, the
 root mean square of its training residuals, refitted in ``noise_rounds`` rounds of
-:func:`.map_estimate.train_map` (σ₀ the sd of the targets, then σ_r the residuals' RMS after
+:func:`.map_laplace.train_map_from` (σ₀ the sd of the targets, then σ_r the residuals' RMS after
 round r: coordinate ascent of the joint MAP over θ and σ with a flat prior on σ); the last σ is
 the returned ``noise_scale`` of every draw. A problem with a fixed σ (``spec.noise_scale``)
 uses that σ.
@@ -53,7 +53,7 @@ import numpy as np
 from bnn_posteriors.evaluation import cost
 from bnn_posteriors.inference import ggn_null_space as ns
 from bnn_posteriors.inference import laplace as la
-from bnn_posteriors.inference import map_estimate, mean_field, symmetrised, tempering, vi
+from bnn_posteriors.inference import map_laplace, mean_field, symmetrised, tempering, vi
 from bnn_posteriors.inference import viking as vk
 from bnn_posteriors.models import nets
 from bnn_posteriors.models.symmetry import permutations
@@ -100,67 +100,30 @@ def _num_outputs(prob: Problem) -> int:
     return int(prob.x_train.shape[0]) * int(prob.spec.widths[-1])
 
 
-@functools.partial(jax.jit, static_argnames=("spec", "num_steps", "learning_rate", "noise_rounds"))
-def _map_run(rng_key, x, y, *, spec, num_steps, learning_rate, noise_rounds):
-    """The MAP's parameters and σ (1 for a classifier) in one program; see :func:`_map_fit`."""
-    params = nets.mlp_init(rng_key, spec.widths, scheme="glorot", bias=spec.bias)
-    params = jax.tree.map(lambda a: jnp.asarray(a, F32), params)
-    common = dict(
-        prior_precision=1.0 / spec.prior_scale**2,
-        apply_fn=_apply_fn(spec),
-        learning_rate=learning_rate,
-    )
-    if spec.likelihood == "categorical":
-        params, _ = map_estimate.train_map(
-            params, x, y, likelihood="categorical", num_steps=num_steps, **common
-        )
-        return params, jnp.ones((), F32)
-    if spec.noise_scale is not None:
-        params, _ = map_estimate.train_map(
-            params,
-            x,
-            y,
-            likelihood="gaussian",
-            noise_scale=spec.noise_scale,
-            num_steps=num_steps,
-            **common,
-        )
-        return params, jnp.asarray(spec.noise_scale, F32)
-    sigma = jnp.std(y)
-    sigma = jnp.where(sigma > 0, sigma, 1.0)
-    steps = [num_steps // noise_rounds] * noise_rounds
-    steps[-1] += num_steps - sum(steps)
-    for n in steps:
-        params, _ = map_estimate.train_map(
-            params, x, y, likelihood="gaussian", noise_scale=sigma, num_steps=n, **common
-        )
-        residual = y - _apply_fn(spec)(params, x)
-        sigma = jnp.maximum(jnp.sqrt(jnp.mean(residual**2)), 1e-6)
-    return params, sigma
-
-
 def _map_fit(rng_key, prob: Problem, num_steps: int, learning_rate: float, noise_rounds: int):
-    """The MAP (Glorot start, AdamW on L(θ)/n, prior precision 1/prior_scale²) and its σ
-    (None for a classifier): see the module docstring. Returns ``(params, sigma)``."""
-    where = "MAP"
-    num_steps = validate.positive_int("map_steps", num_steps, where=where)
-    learning_rate = validate.positive("map_learning_rate", learning_rate, where=where)
-    noise_rounds = validate.positive_int("noise_rounds", noise_rounds, where=where)
-    if num_steps < noise_rounds:
-        raise ValueError(
-            f"{where}: the number of steps ({num_steps}) must be at least "
-            f"noise_rounds ({noise_rounds})"
-        )
-    params, sigma = _map_run(
+    """The MAP (:func:`.map_laplace.train_map_from`: Glorot start, AdamW on L(θ)/n, prior
+    precision 1/prior_scale², float32, one compiled program) and its σ (None for a
+    classifier; the problem's own σ where it fixes one, else refitted to the residuals in
+    ``noise_rounds`` rounds: the module docstring). Returns ``(params, sigma)``."""
+    spec = prob.spec
+    fit = map_laplace.train_map_from(
         rng_key,
+        spec.widths,
         jnp.asarray(prob.x_train, F32),
         _y(prob),
-        spec=prob.spec,
-        num_steps=num_steps,
-        learning_rate=learning_rate,
+        likelihood=prob.likelihood,
+        prior_precision=1.0 / spec.prior_scale**2,
+        num_steps=validate.positive_int("map_steps", num_steps, where="MAP"),
+        learning_rate=validate.positive("map_learning_rate", learning_rate, where="MAP"),
+        activation=spec.activation,
+        output_scale=spec.output_scale,
+        bias=spec.bias,
+        dtype=F32,
+        noise_scale=spec.noise_scale,
         noise_rounds=noise_rounds,
+        whole_program=True,  # as the committed parts were computed
     )
-    return params, (None if prob.likelihood == "categorical" else float(sigma))
+    return fit.params, fit.noise_scale
 
 
 def _weight_predictive(prob: Problem, sites: dict, sigma: float | None = None) -> dict:
@@ -201,15 +164,13 @@ def _function_predictive(prob: Problem, model_fn, theta, deltas, sigma) -> dict:
 
 def _laplace(params, sigma, prob: Problem) -> la.LaplacePosterior:
     """The full-GGN Laplace at the MAP, prior precision 1/prior_scale² (not tuned)."""
-    spec = prob.spec
-    return la.laplace(
-        params,
+    return map_laplace.laplace_at(
+        map_laplace.MapFit(params, sigma),
         jnp.asarray(prob.x_train, F32),
         _y(prob),
         likelihood=prob.likelihood,
-        noise_scale=1.0 if sigma is None else sigma,
-        prior_precision=1.0 / spec.prior_scale**2,
-        apply_fn=_apply_fn(spec),
+        prior_precision=1.0 / prob.spec.prior_scale**2,
+        apply_fn=_apply_fn(prob.spec),
     )
 
 
@@ -237,7 +198,7 @@ def map_point(
 ) -> MethodFit:
     """The MAP θ̂ of the problem's model (a point estimate, S = 1).
 
-    :func:`.map_estimate.train_map` from a Glorot start (AdamW on L(θ)/n, prior precision
+    :func:`.map_laplace.train_map_from` from a Glorot start (AdamW on L(θ)/n, prior precision
     1/prior_scale²); regression σ the RMS of the training residuals (module docstring), returned
     as ``noise_scale``. The same key gives the same MAP as the Laplace methods and VIKING
     (which start from it). Cost: ``num_steps`` gradients.
