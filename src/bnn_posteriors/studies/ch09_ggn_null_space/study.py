@@ -74,7 +74,8 @@ def fit(
     likelihood: str = "gaussian",
     activation: str | None = None,
 ) -> Fit:
-    """Train the MAP (``train_map``), fit the Laplace GGN and tune δ; the kernel projector.
+    """Train the MAP, fit the Laplace GGN at it and tune δ (:mod:`.map_laplace`); the kernel
+    projector.
 
     Regression (one output, ``noise_scale`` σ) or, with ``likelihood="categorical"``, integer
     labels y and one output per class; ``activation`` defaults to ``cfg.activation``. With
