@@ -150,3 +150,19 @@ def test_benchmark_writes_one_result_per_unit(tmp_path, monkeypatch, capsys):
     assert cli.main(argv) == 0 and len(calls) == 2  # second run reads the cache
     assert "(cached)" in capsys.readouterr().out
     assert cli.main(["benchmark", "--units", "nuts", "--out", str(out)]) == 2
+
+
+def test_run_refuses_a_chapter_of_another_checkout(tmp_path, capsys):
+    # an editable install imports one checkout: a chapter of a second worktree would run that
+    # checkout's code and record that checkout's commit
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\n")
+    chapter = tmp_path / "book" / "chapter.md"
+    chapter.parent.mkdir()
+    chapter.write_text(CHAPTER)
+    assert cli.main(["run", str(chapter)]) == 2
+    err = capsys.readouterr().err
+    assert f"belongs to the book at {tmp_path.resolve()}" in err
+    assert f"PYTHONPATH={tmp_path.resolve() / 'src'}" in err
+    from bnn_posteriors.site import execute
+
+    assert execute.foreign_book(execute.repo_root() / "book" / "01_narrow_networks.md") is None

@@ -185,6 +185,15 @@ def run_chapter(
     if seed is not None and seed < 0:
         print(f"bnn-posteriors: error: --seed must be ≥ 0, got {seed}", file=sys.stderr)
         return 2
+    other = foreign_book(chapter)
+    if other is not None:
+        print(
+            f"bnn-posteriors: error: {chapter} belongs to the book at {other}, but the package "
+            f"is imported from {repo_root()}: the run would execute that checkout's code and "
+            f"record its commit; run it with PYTHONPATH={other / 'src'}",
+            file=sys.stderr,
+        )
+        return 2
 
     import jupytext
     import nbformat
@@ -215,6 +224,18 @@ def run_chapter(
         print(f"bnn-posteriors: {chapter} failed:\n{failure}", file=sys.stderr)
         return 1
     return 0
+
+
+def foreign_book(chapter: Path) -> Path | None:
+    """The root (the folder with ``_toc.yml``) of the book that holds ``chapter`` where it is
+    another checkout than the one the package is imported from (an editable install points
+    at one checkout; a chapter of a second worktree would run the first one's code under
+    the first one's commit), else None."""
+    home = repo_root()
+    for folder in Path(chapter).resolve().parents:
+        if (folder / "_toc.yml").is_file():
+            return None if home is None or folder == home.resolve() else folder
+    return None
 
 
 def executed_path(chapter: Path, profile: str, out: Path | None = None) -> Path:
