@@ -97,6 +97,13 @@ def _quantiles(grid, cdf, levels) -> np.ndarray:
     return np.interp(levels, cdf[keep], grid[keep])
 
 
+def _cdf_distances(grid, cdf_a, cdf_b, levels) -> tuple[float, float]:
+    """KS and W2 between two CDFs tabulated on ``grid`` (W2 by the midpoint rule over
+    ``levels`` of the quantile functions)."""
+    gap = _quantiles(grid, cdf_a, levels) - _quantiles(grid, cdf_b, levels)
+    return float(np.abs(cdf_a - cdf_b).max()), float(np.sqrt(np.mean(gap**2)))
+
+
 def regression_distances(
     predictive: Mapping, reference: Mapping, *, grid_size: int = 2048, num_levels: int = 1000
 ) -> dict[str, np.ndarray]:
@@ -121,9 +128,7 @@ def regression_distances(
         grid = np.linspace(lo, hi, grid_size)
         cdf_a = mixture_cdf(grid, a["f"][:, i], a["noise_scale"][:, i])
         cdf_b = mixture_cdf(grid, b["f"][:, i], b["noise_scale"][:, i])
-        ks[i] = np.abs(cdf_a - cdf_b).max()
-        gap = _quantiles(grid, cdf_a, levels) - _quantiles(grid, cdf_b, levels)
-        w2[i] = np.sqrt(np.mean(gap**2))
+        ks[i], w2[i] = _cdf_distances(grid, cdf_a, cdf_b, levels)
     return {"w2": w2, "ks": ks}
 
 
@@ -238,7 +243,5 @@ def matched_floor(
         by_chain = cdfs.reshape(num_chains, per_chain, grid_size).mean(axis=1)
         for j, (draws, other) in enumerate(splits):
             cdf_a, cdf_b = cdfs[draws].mean(axis=0), by_chain[other].mean(axis=0)
-            ks[j, i] = np.abs(cdf_a - cdf_b).max()
-            gap = _quantiles(grid, cdf_a, levels) - _quantiles(grid, cdf_b, levels)
-            w2[j, i] = np.sqrt(np.mean(gap**2))
+            ks[j, i], w2[j, i] = _cdf_distances(grid, cdf_a, cdf_b, levels)
     return {"w2": w2.mean(axis=1), "ks": ks.mean(axis=1)}
