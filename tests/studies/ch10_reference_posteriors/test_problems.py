@@ -79,6 +79,30 @@ def test_digits_pooled_and_stratified():
     assert np.bincount(prob.y_train).min() >= 45  # stratified: about 50 per class
 
 
+def test_only_the_sparse_problems_have_a_null_space(shared):
+    """P > N·O (the GGN's rank bound) on the sparse problems, N·O ≥ P on the others."""
+    sizes = {}
+    for name in problems.PROBLEMS:
+        prob = problems.problem(name)
+        sizes[name] = (prob.num_params, prob.num_constraints)
+        assert prob.sparse == name.endswith("_sparse"), (name, sizes[name])
+    assert sizes["snelson_sparse"] == (141, 30) and sizes["banana_sparse"] == (162, 60)
+    assert sizes["digits"] == (16 * 16 + 16 + 16 * 10 + 10, 5000)
+
+
+def test_sparse_problems_are_subsets_with_the_same_network_and_test_set(shared):
+    for dense_name, sparse_name in (("snelson_gap", "snelson_sparse"), ("banana", "banana_sparse")):
+        dense, sparse = problems.problem(dense_name), problems.problem(sparse_name)
+        assert sparse.spec == dense.spec and sparse.name == sparse_name
+        np.testing.assert_array_equal(sparse.x_test, dense.x_test)
+        np.testing.assert_array_equal(sparse.x_grid, dense.x_grid)
+        assert len(sparse.y_train) == problems.SPARSE_TRAIN
+        rows = {tuple(r) for r in dense.x_train.tolist()}
+        assert all(tuple(r) in rows for r in sparse.x_train.tolist())
+    banana_sparse = problems.problem("banana_sparse")
+    assert np.bincount(banana_sparse.y_train).tolist() == [17, 13]  # stratified: 153 : 112
+
+
 def test_pool_digits_averages_blocks():
     image = np.zeros(64)
     image[[0, 1, 8, 9]] = 16.0  # the top-left 2×2 block

@@ -240,9 +240,7 @@ def constraints(problem: str) -> tuple[int, int]:
     """``(P, N·O)`` of ``problem``: the network's parameters (weights and biases) and the
     training outputs, the bound on the rank of the training Jacobian (chapter 9, C9.1)."""
     prob = problems.problem(problem)
-    widths = prob.spec.widths
-    num_params = sum((a + 1) * b for a, b in zip(widths[:-1], widths[1:], strict=True))
-    return num_params, len(prob.x_train) * widths[-1]
+    return prob.num_params, prob.num_constraints
 
 
 def collapses(

@@ -18,6 +18,11 @@ low-dimensional problems, a grid for the figures). :func:`problem` looks one up 
   (:func:`~bnn_posteriors.data.loaders.load_banana`).
 - ``digits``: scikit-learn's bundled 8×8 digits (no download), average-pooled to 4×4, ten
   classes.
+- ``snelson_sparse`` and ``banana_sparse``: the same networks on few training points, so that
+  the network has more parameters than the training set has outputs (P > N·O,
+  :attr:`Problem.sparse`). The GGN then has a null space (its rank is at most N·O), and the
+  null-space Laplace approximation, VIKING's kernel part and the Laplace diffusion differ from
+  the MAP; on the other problems N·O ≥ P and the null space is empty.
 
 Every regression samples its noise scale (log σ ~ N(0, 1)); every network has tanh hidden
 units (a smooth potential for NUTS) and a N(0, 1) prior on every weight and bias.
@@ -26,6 +31,7 @@ units (a smooth potential for NUTS) and a N(0, 1) prior on every weight and bias
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable
 
 import numpy as np
@@ -77,6 +83,22 @@ class Problem:
         if self.x_grid is not None:
             points["grid"] = self.x_grid
         return points
+
+    @property
+    def num_params(self) -> int:
+        """P, the number of weights and biases of the network (σ not counted)."""
+        widths = self.spec.widths
+        return sum(a * b + b * self.spec.bias for a, b in itertools.pairwise(widths))
+
+    @property
+    def num_constraints(self) -> int:
+        """N·O, the number of training outputs: an upper bound on the GGN's rank."""
+        return len(self.y_train) * self.spec.widths[-1]
+
+    @property
+    def sparse(self) -> bool:
+        """Whether P > N·O, so that the GGN of the training set has a null space."""
+        return self.num_params > self.num_constraints
 
     def model_kwargs(self) -> dict:
         """The keyword arguments of ``spec.model`` on the training data."""
@@ -215,11 +237,62 @@ def digits() -> Problem:
     )
 
 
+SPARSE_TRAIN = 30  # training points of the sparse problems
+
+
+def _sparse(prob: Problem, name: str, description: str, stratify: bool) -> Problem:
+    """``prob`` on :data:`SPARSE_TRAIN` of its training points (a random subset of seed 0,
+    stratified by class for a classifier), with its network, test set and grid."""
+    from sklearn.model_selection import train_test_split
+
+    keep, _ = train_test_split(
+        np.arange(len(prob.y_train)),
+        train_size=SPARSE_TRAIN,
+        stratify=prob.y_train if stratify else None,
+        random_state=0,
+    )
+    keep = np.sort(keep)
+    sparse = dataclasses.replace(
+        prob,
+        name=name,
+        description=description,
+        x_train=prob.x_train[keep],
+        y_train=prob.y_train[keep],
+    )
+    if not sparse.sparse:
+        raise AssertionError(f"{name}: P={sparse.num_params} ≤ N·O={sparse.num_constraints}")
+    return sparse
+
+
+def snelson_sparse() -> Problem:
+    """:func:`snelson_gap` on 30 of its 148 training points (P = 141 > N·O = 30): the same
+    network, gap and grid."""
+    return _sparse(
+        snelson_gap(),
+        "snelson_sparse",
+        "Snelson 1-D regression on 30 training points, the gap 1.5 ≤ x ≤ 3 held out",
+        stratify=False,
+    )
+
+
+def banana_sparse() -> Problem:
+    """:func:`banana` on 30 of its 265 training points, stratified by class (P = 162 > N·O =
+    60): the same network, test points and grid."""
+    return _sparse(
+        banana(),
+        "banana_sparse",
+        "Banana 2-D binary classification on 30 training points",
+        stratify=True,
+    )
+
+
 PROBLEMS: dict[str, Callable[[], Problem]] = {
     "snelson_gap": snelson_gap,
     "energy_gap": energy_gap,
     "banana": banana,
     "digits": digits,
+    "snelson_sparse": snelson_sparse,
+    "banana_sparse": banana_sparse,
 }
 
 
