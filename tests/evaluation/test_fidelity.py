@@ -113,3 +113,42 @@ def test_matched_floor_falls_with_the_draws_and_is_zero_for_identical_chains():
         fidelity.matched_floor(ref, num_draws=801)
     with pytest.raises(ValueError, match="at least 2 chains"):
         fidelity.matched_floor({k: v[:1] for k, v in ref.items()}, num_draws=10)
+
+
+@pytest.mark.parametrize("kind", ["regression", "classification"])
+def test_matched_floor_of_another_reference_scores_its_draws_on_the_same_halves(kind):
+    """``other``: num_draws of the second reference against the floor's own halves; a second
+    reference of the same law sits on the floor, one of a shifted law above it."""
+    rng = np.random.default_rng(2)
+    if kind == "regression":
+        ref, same = _chains(chains=8, draws=50), _chains(chains=4, draws=80)
+        shifted = {**same, "f": same["f"] + 1.0}
+    else:
+        ref, same = ({"probs": rng.dirichlet(np.ones(3), (c, d, 6))} for c, d in ((8, 50), (4, 80)))
+        shifted = {"probs": rng.dirichlet([8.0, 1.0, 1.0], (4, 80, 6))}
+    floor = fidelity.matched_floor(ref, num_draws=40, num_splits=6, seed=3)
+    cross = fidelity.matched_floor(ref, num_draws=40, num_splits=6, seed=3, other=same)
+    pooled_ref, pooled_same = fidelity.pooled(ref), fidelity.pooled(same)
+    picks = np.random.default_rng([3, 1])
+    for j, (_, halves) in enumerate(fidelity._split_subsets(8, 50, 40, 6, 3)):
+        drawn = picks.choice(320, 40, replace=False)
+        mine = {k: v[drawn] for k, v in pooled_same.items()}
+        exact = fidelity.fidelity(mine, {k: np.asarray(v)[halves] for k, v in ref.items()})
+        for metric, values in cross.items():  # KS read on a grid spanning both references
+            tol = 3e-3 if metric == "ks" else 1e-9  # a KS read on the grid: ±½ spacing × density
+            assert values[j] == pytest.approx(exact[metric], rel=2e-3, abs=tol), metric
+    metric = "w2" if kind == "regression" else "total_variation"
+    assert cross[metric].mean() < 1.5 * floor[metric].mean()
+    far = fidelity.matched_floor(ref, num_draws=40, num_splits=6, seed=3, other=shifted)
+    assert far[metric].mean() > 3 * floor[metric].mean()
+    assert len(pooled_ref[next(iter(pooled_ref))]) == 400
+    with pytest.raises(ValueError, match="other must predict at the reference's points"):
+        fidelity.matched_floor(
+            ref,
+            num_draws=40,
+            other={k: v[..., :3, :] for k, v in same.items()}
+            if kind == "classification"
+            else {**same, "f": same["f"][..., :2]},
+        )
+    with pytest.raises(ValueError, match="more than other holds"):
+        fidelity.matched_floor(ref, num_draws=40, other={k: v[:1, :20] for k, v in same.items()})

@@ -75,3 +75,34 @@ def test_saturated_probabilities_have_no_rhat_and_are_counted():
 def test_bad_predictives_are_rejected(predictive, message):
     with pytest.raises(ValueError, match=message):
         fs.mixing(predictive)
+
+
+def test_exact_draws_over_many_quantities_pass_the_rule_that_counts_them():
+    """Over 2 000 quantities of exact independent draws (digits' 200 test points × 10 classes,
+    16 chains × 100 stored draws), the largest R-hat exceeds 1.01 on most runs; the bound of
+    that many quantities passes every run, and matches the largest R-hat's median."""
+    rng = np.random.default_rng(1)
+    largest = [
+        float(np.max(fs.diagnostics.rhat(rng.standard_normal((16, 100, 2000))))) for _ in range(5)
+    ]
+    bound = fs.rhat_bound(16, 100, 2000)
+    assert sum(r > fs.RHAT_MAX for r in largest) >= 3  # the rule of one quantity fails them
+    assert max(largest) < bound  # the rule that counts them passes every run
+    assert abs(np.median(largest) - fs.rhat_bound(16, 100, 2000, level=0.5)) < 0.001
+    summary = {"max_rhat": max(largest), "min_ess": 1500.0}
+    assert fs.verdict(summary, num_chains=16, num_draws=100, num_quantities=2000)["mixed"]
+    judged = fs.verdict(summary, num_chains=16, num_draws=100, num_quantities=1)
+    assert not judged["mixed"] and judged["rhat_bound"] == fs.RHAT_MAX
+
+
+def test_rhat_bound_grows_with_the_quantities_and_shrinks_with_the_draws():
+    assert fs.rhat_bound(16, 100, 1) < fs.rhat_bound(16, 100, 100) < fs.rhat_bound(16, 100, 2000)
+    assert fs.rhat_bound(16, 1000, 2000) < fs.rhat_bound(16, 100, 2000)
+    m = fs.mixing({"probs": _probs(0.3 * RNG.normal(size=(4, 100, 50, 2)))})
+    assert m["num_quantities"] == 100 and m["rhat_bound"] == max(
+        fs.RHAT_MAX, fs.rhat_bound(4, 100, 100)
+    )
+    with pytest.raises(ValueError, match="num_chains"):
+        fs.rhat_bound(1, 100, 10)
+    with pytest.raises(ValueError, match="level must lie in"):
+        fs.rhat_bound(4, 100, 10, level=1.0)

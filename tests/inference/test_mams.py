@@ -65,3 +65,22 @@ def test_mams_refuses_bad_input():
         mams.mams(jax.random.PRNGKey(0), linear, data, target_acceptance_rate=1.5)
     with pytest.raises(ValueError, match="multiple of thinning"):
         mams.mams(jax.random.PRNGKey(0), linear, data, num_samples=10, thinning=3)
+    with pytest.raises(ValueError, match="integration_steps must exceed 1.1"):
+        mams.mams(jax.random.PRNGKey(0), linear, data, integration_steps=1.0)
+
+
+@pytest.mark.parametrize("steps", [2.0, 16.0])
+def test_mams_trajectories_have_the_number_of_integration_steps_asked_for(steps):
+    """L = integration_steps × step size, and the proposals take that many steps on average
+    (drawn uniformly up to twice it)."""
+    _, stats = mams.mams(
+        jax.random.PRNGKey(1),
+        linear,
+        dict(x=X, y=Y),
+        num_chains=2,
+        num_warmup=100,
+        num_samples=200,
+        integration_steps=steps,
+    )
+    np.testing.assert_allclose(stats["L"] / stats["step_size"], steps, rtol=1e-4)
+    assert abs(np.mean(stats["num_steps"]) - steps) < 0.15 * steps

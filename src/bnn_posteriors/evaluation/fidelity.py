@@ -189,6 +189,7 @@ def matched_floor(
     seed: int = 0,
     grid_size: int = 2048,
     num_levels: int = 1000,
+    other: Mapping | None = None,
 ) -> dict[str, np.ndarray]:
     """The reference's own Monte Carlo floor at a method's number of draws.
 
@@ -198,6 +199,12 @@ def matched_floor(
     method whose ``num_draws`` draws were exact would score against half the chains. (One
     split into halves with every draw kept measures the floor of half the chains' draws,
     which a method with fewer exact draws does not reach.)
+
+    ``other``: a second predictive of the same points with axes (draw, ...) or (chain, draw,
+    ...), such as another sampler family's reference. The ``num_draws`` draws are then taken
+    at random from all of ``other`` (a stream of ``seed`` of its own) and scored against the
+    same pooled halves: the distance between the two at a method's number of draws, paired
+    split by split with the floor of the same ``seed``.
 
     Returns ``{metric: (num_splits,)}``, the metrics of :func:`fidelity`. Regression reads
     each draw's CDF on one grid per input (the whole reference ±8 sd, ``grid_size`` points)
@@ -220,12 +227,27 @@ def matched_floor(
         )
     splits = list(_split_subsets(num_chains, per_chain, num_draws, num_splits, seed))
     p = pooled(reference)
+    if other is not None:  # the draws from other, appended after the reference's own
+        q = pooled(other)
+        if set(q) != set(p) or any(q[k].shape[1:] != p[k].shape[1:] for k in p):
+            raise ValueError(
+                f"{where}: other must predict at the reference's points, got "
+                f"{ {k: v.shape for k, v in q.items()} } against "
+                f"{ {k: v.shape for k, v in p.items()} }"
+            )
+        size = len(next(iter(q.values())))
+        if num_draws > size:
+            raise ValueError(f"{where}: num_draws={num_draws} is more than other holds ({size})")
+        offset, rng = len(next(iter(p.values()))), np.random.default_rng([seed, 1])
+        splits = [(offset + rng.choice(size, num_draws, replace=False), o) for _, o in splits]
+        p = {k: np.concatenate([p[k], q[k]]) for k in p}
     if "probs" in p:
         probs = p["probs"]
-        by_chain = probs.reshape(num_chains, per_chain, *probs.shape[1:]).mean(axis=1)
+        mine_rows = num_chains * per_chain
+        by_chain = probs[:mine_rows].reshape(num_chains, per_chain, *probs.shape[1:]).mean(axis=1)
         out: dict[str, list] = {"agreement": [], "total_variation": []}
-        for draws, other in splits:
-            mine, theirs = probs[draws].mean(axis=0), by_chain[other].mean(axis=0)
+        for draws, halves in splits:
+            mine, theirs = probs[draws].mean(axis=0), by_chain[halves].mean(axis=0)
             out["agreement"].append(agreement(mine, theirs))
             out["total_variation"].append(total_variation(mine, theirs))
         return {k: np.asarray(v) for k, v in out.items()}
@@ -240,8 +262,8 @@ def matched_floor(
             (f[:, i] - 8 * scale[:, i]).min(), (f[:, i] + 8 * scale[:, i]).max(), grid_size
         )
         cdfs = special.ndtr((grid[None, :] - f[:, i, None]) / scale[:, i, None])  # (S, G)
-        by_chain = cdfs.reshape(num_chains, per_chain, grid_size).mean(axis=1)
-        for j, (draws, other) in enumerate(splits):
-            cdf_a, cdf_b = cdfs[draws].mean(axis=0), by_chain[other].mean(axis=0)
+        by_chain = cdfs[: num_chains * per_chain].reshape(num_chains, per_chain, -1).mean(axis=1)
+        for j, (draws, halves) in enumerate(splits):
+            cdf_a, cdf_b = cdfs[draws].mean(axis=0), by_chain[halves].mean(axis=0)
             ks[j, i], w2[j, i] = _cdf_distances(grid, cdf_a, cdf_b, levels)
     return {"w2": w2.mean(axis=1), "ks": ks.mean(axis=1)}

@@ -185,16 +185,31 @@ def test_constraints_and_the_collapse_onto_the_map(record_only, monkeypatch):
     )
 
 
-def test_mixed_reads_the_reference_record(tmp_path):
-    for name, ok in (("good", True), ("bad", False)):
+def test_mixing_verdict_judges_the_reference_record_by_todays_rule(tmp_path):
+    """The record's R-hat and ESS are judged again with the bound of its number of quantities:
+    a largest R-hat of 1.012 over 2 000 probabilities (16 chains × 100 draws) passes, over 4
+    regression outputs it does not, whatever verdict the record stored."""
+    settings = {"num_chains": 16, "num_kept": 100}
+    for name, arrays, summary in (
+        ("probs", {"test_probs": np.zeros((16, 100, 200, 10))}, {"constant_components": 0}),
+        ("f", {"test_f": np.zeros((16, 100, 4))}, {"noise_scale_rhat": 1.001}),
+        ("stuck", {"test_f": np.zeros((16, 100, 4))}, {"max_rhat": 1.3}),
+    ):
+        summary = {"max_rhat": 1.012, "min_ess": 1300.0, "mixed": name == "f", **summary}
         store.write_reference(
             name,
-            {"test_f": np.zeros((2, 3, 4))},
-            {"mixing": {"test": {"mixed": ok}}},
+            arrays,
+            {"mixing": {"test": summary}, "settings": settings},
             profile="quick",
             directory=tmp_path,
         )
-    assert evidence.mixed("good", tmp_path) and not evidence.mixed("bad", tmp_path)
+    verdict = evidence.mixing_verdict("probs", tmp_path)
+    assert verdict["mixed"] and verdict["num_quantities"] == 2000
+    assert verdict["rhat_bound"] > 1.012
+    assert evidence.mixing_verdict("f", tmp_path)["reasons"] == ["max_rhat 1.0120 > 1.0100"]
+    assert not evidence.mixing_verdict("stuck", tmp_path)["mixed"]
+    # the chapter's gate until the second references: the verdict the record stored
+    assert evidence.mixed("f", tmp_path) and not evidence.mixed("probs", tmp_path)
 
 
 def test_closer_waits_for_parts_still_to_run(record_only):

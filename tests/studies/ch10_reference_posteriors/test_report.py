@@ -12,7 +12,12 @@ import pytest  # noqa: E402
 
 from bnn_posteriors.models.numpyro_models import MLP  # noqa: E402
 from bnn_posteriors.store import reference as store  # noqa: E402
-from bnn_posteriors.studies.ch10_reference_posteriors import figures, problems, report  # noqa: E402
+from bnn_posteriors.studies.ch10_reference_posteriors import (  # noqa: E402
+    evidence,
+    figures,
+    problems,
+    report,
+)
 
 AXIS = np.linspace(-1, 1, 3, dtype=np.float32)
 GRID2 = np.stack(np.meshgrid(AXIS, AXIS), axis=-1).reshape(-1, 2)
@@ -117,6 +122,29 @@ def test_mixing_table(refs):
         in table
     )
     assert "no: max_rhat 1.2 > 1.01" in lines[3] and lines[3].endswith("| – |")
+
+
+def test_family_table_says_whether_the_second_reference_lies_within_the_floor(refs):
+    tmp, arrays = refs
+    good = _record((1, 3, 1), True)
+    good["settings"] = {"num_chains": 2, "num_kept": 5}
+    good["mixing"]["test"]["min_ess"] = 500.0  # today's rule: ESS ≥ 400, R-hat ≤ its bound
+    for name in ("r1", "r1__mams"):
+        store.write_reference(name, arrays["r1"], good, profile="quick", directory=tmp)
+    near = {"w2": 0.031, "w2_sd": 0.01, "floor_w2": 0.03, "floor_w2_q95": 0.05}
+    table = report.family_table({("r1", "mams"): near}, tmp)
+    assert "| r1 | mams (MAMS) | yes | 4 | W2 0.0310 ± 0.0100 | 0.0300 | 0.0500 | yes |" in table
+    assert evidence.within_floor(near) and not evidence.within_floor(near | {"w2": 0.06})
+    with pytest.raises(ValueError, match="no reference by nuts_dense"):
+        report.family_table({("r1", "nuts_dense"): near}, tmp)
+    assert evidence.validated("r1", {"mams": near}, tmp) == {"validated": True, "reasons": []}
+    assert evidence.validated("r1", {"mams": near | {"w2": 0.06}}, tmp)["reasons"] == [
+        "the mams reference lies outside the floor"
+    ]
+    assert evidence.validated("c2", {}, tmp)["reasons"] == [
+        "the NUTS chains did not mix",
+        "no reference of a second sampler family",
+    ]
 
 
 def test_leaderboard_table_orders_by_distance():

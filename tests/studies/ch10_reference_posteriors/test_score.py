@@ -120,6 +120,36 @@ def test_reference_floor_and_leaderboard(tiny):
     assert low < mean < high and mean == pytest.approx(np.mean([r["w2"] for r in rows[:3]]))
 
 
+def _second_reference(tmp, shift: float, chains: int = 3, draws: int = 40):
+    """A reference of ``tiny`` by MAMS: sin x + ``shift`` with the fixture's noise."""
+    prob, rng = _tiny(), np.random.default_rng(7)
+    arrays = {"test_y": prob.y_test}
+    for name, x in prob.points().items():
+        f = np.sin(x[:, 0]) + shift + 0.05 * rng.normal(size=(chains, draws, len(x)))
+        arrays |= {
+            f"{name}_x": x,
+            f"{name}_f": f.astype(np.float32),
+            f"{name}_noise_scale": np.full((chains, draws), 0.1, np.float32),
+        }
+    store.write_reference(
+        "tiny__mams", arrays, {"problem": "tiny"}, profile="quick", directory=tmp / "ref"
+    )
+
+
+def test_a_second_family_of_the_same_law_lies_within_the_floor(tiny):
+    tmp, _ = tiny
+    kw = dict(num_draws=30, num_splits=20, reference_dir=tmp / "ref")
+    with pytest.raises(ValueError, match="no reference by mams"):
+        score.family_distance("tiny", "mams", **kw)
+    _second_reference(tmp, shift=0.0)
+    same = score.family_distance("tiny", "mams", **kw)
+    floor = score.reference_floor("tiny", num_draws=30, num_splits=20, reference_dir=tmp / "ref")
+    assert same["floor_w2"] == pytest.approx(floor["w2"])  # the floor's own splits
+    assert same["w2"] <= same["floor_w2_q95"] and same["w2_sd"] > 0
+    _second_reference(tmp, shift=0.1)  # a law shifted by one noise sd
+    assert score.family_distance("tiny", "mams", **kw)["w2"] > 3 * same["floor_w2_q95"]
+
+
 def test_committed_rows_reads_matching_parts_only(tiny):
     tmp, calls = tiny
     kw = dict(directory=tmp / "parts", profile="quick", reference_dir=tmp / "ref")

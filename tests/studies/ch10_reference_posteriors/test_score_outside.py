@@ -91,8 +91,14 @@ def test_standing_orders_the_methods_by_the_distance():
 
 
 def test_a_problem_without_a_reference_is_named(tmp_path):
-    with pytest.raises(ValueError, match="'banana' has no reference in .*bnn-posteriors reference"):
+    with pytest.raises(
+        ValueError, match="'banana' has no reference by nuts in .*bnn-posteriors reference banana"
+    ):
         score.committed_reference("banana", tmp_path)
+    with pytest.raises(ValueError, match="by mams in .*--profile full --sampler mams`"):
+        score.committed_reference("banana", tmp_path, sampler="mams")
+    with pytest.raises(ValueError, match="sampler must be one of"):
+        score.committed_reference("banana", tmp_path, sampler="hmc")
     with pytest.raises(ValueError, match="unknown reference problem 'nope'"):
         score.committed_reference("nope", tmp_path)
     arrays, record = score.committed_reference("banana")

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from bnn_posteriors.claims.checking import Evidence, Gate, catalogue_check
-from bnn_posteriors.evaluation import diagnostics
+from bnn_posteriors.evaluation import diagnostics, function_space
 from bnn_posteriors.site import tables
 from bnn_posteriors.store import reference as reference_store
 from bnn_posteriors.studies.ch10_reference_posteriors import problems
@@ -41,12 +41,72 @@ def distance_metric(row: Mapping) -> str:
     raise ValueError(f"the part holds neither 'w2' nor 'total_variation': {sorted(row)}")
 
 
+def mixing_verdict(problem: str, reference_dir=None, sampler: str = "nuts") -> dict:
+    """Today's rule on the committed reference of ``problem`` by ``sampler``: whether it mixed
+    at its test points (:func:`bnn_posteriors.evaluation.function_space.verdict` on the R-hat
+    and ESS summaries of its record, the number of quantities counted from its arrays where
+    an older record does not hold it). Returns the verdict with the record's summaries."""
+    from bnn_posteriors.studies.ch10_reference_posteriors.build import stored_name
+
+    arrays, record = reference_store.read_reference(stored_name(problem, sampler), reference_dir)
+    summary, settings = record["mixing"]["test"], record["settings"]
+    quantities = summary.get("num_quantities")
+    if quantities is None:  # a record of the rule that did not count them
+        if "test_probs" in arrays:
+            quantities = int(np.prod(arrays["test_probs"].shape[2:]))
+            quantities -= int(summary.get("constant_components", 0))
+        else:
+            quantities = int(arrays["test_f"].shape[2])
+    judged = function_space.verdict(
+        summary,
+        num_chains=settings["num_chains"],
+        num_draws=settings["num_kept"],
+        num_quantities=max(quantities, 1),
+    )
+    return {**summary, **judged}
+
+
 def mixed(problem: str, reference_dir=None) -> bool:
-    """Whether the committed reference of ``problem`` mixed at its test points (R-hat and ESS
-    of the predictive, :mod:`bnn_posteriors.evaluation.function_space`)."""
+    """Whether the committed reference of ``problem`` mixed at its test points by the verdict
+    its record stored (the rule of the day it was built: every R-hat ≤ 1.01 and every bulk
+    ESS ≥ 400, :mod:`bnn_posteriors.evaluation.function_space`). The chapter's claims are
+    decided on the problems it passes until every scored problem has a second reference;
+    :func:`validated` judges by today's rule (:func:`mixing_verdict`)."""
     return bool(
         reference_store.read_reference(problem, reference_dir)[1]["mixing"]["test"]["mixed"]
     )
+
+
+def within_floor(distance: Mapping) -> bool:
+    """Whether a second reference's distance to the NUTS reference (a
+    :func:`.score.family_distance`) lies within the NUTS reference's floor: its mean over the
+    splits at most the floor's 95th percentile, on the problem's distance (W2 or total
+    variation)."""
+    metric = "w2" if "w2" in distance else "total_variation"
+    return bool(distance[metric] <= distance[f"floor_{metric}_q95"])
+
+
+def validated(
+    problem: str, distances: Mapping[str, Mapping], reference_dir=None
+) -> dict[str, bool | list[str]]:
+    """Whether the NUTS reference of ``problem`` is validated: it mixed by today's rule, and
+    every second reference of ``distances`` (sampler → :func:`.score.family_distance`)
+    mixed and lies within its floor, all by today's rule (:func:`mixing_verdict`). Needs one
+    second reference of another sampler family than NUTS. Returns ``{"validated",
+    "reasons"}``."""
+    from bnn_posteriors.inference.reference import FAMILY
+
+    reasons = []
+    if not mixing_verdict(problem, reference_dir)["mixed"]:
+        reasons.append("the NUTS chains did not mix")
+    if not any(FAMILY[sampler] != "NUTS" for sampler in distances):
+        reasons.append("no reference of a second sampler family")
+    for sampler, distance in distances.items():
+        if not mixing_verdict(problem, reference_dir, sampler)["mixed"]:
+            reasons.append(f"the {sampler} chains did not mix")
+        if not within_floor(distance):
+            reasons.append(f"the {sampler} reference lies outside the floor")
+    return {"validated": not reasons, "reasons": reasons}
 
 
 def distances(rows: Sequence[Mapping], problem: str, method: str) -> dict[int, float]:

@@ -6,9 +6,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from bnn_posteriors.inference.reference import FAMILY
 from bnn_posteriors.site import tables
 from bnn_posteriors.store import reference as reference_store
-from bnn_posteriors.studies.ch10_reference_posteriors import score
+from bnn_posteriors.studies.ch10_reference_posteriors import evidence, score
 from bnn_posteriors.studies.ch10_reference_posteriors.evidence import distance_metric
 
 REGRESSION = ("w2", "ks", "lppd", "rmse")
@@ -75,6 +76,43 @@ def mixing_table(
         "leapfrog steps / draw",
         "wall time (s)",
         "floor",
+    ]
+    return tables.markdown_table(header, rows)
+
+
+def family_table(distances: Mapping[tuple[str, str], Mapping], reference_dir=None) -> str:
+    """One row per second reference: ``distances`` maps (problem, sampler) to
+    :func:`.score.family_distance`. Its sampler and family, whether its own chains mixed
+    (today's rule, :func:`.evidence.mixing_verdict`), its integration steps per draw, its
+    distance to the NUTS reference at the methods' number of draws (mean ± sd over the
+    splits), the NUTS reference's floor on the same splits (mean and 95th percentile), and
+    whether the distance lies within it (:func:`.evidence.within_floor`)."""
+    rows = []
+    for (problem, sampler), d in distances.items():
+        record = score.committed_reference(problem, reference_dir, sampler=sampler)[1]
+        own = evidence.mixing_verdict(problem, reference_dir, sampler)
+        metric = "w2" if "w2" in d else "total_variation"
+        rows.append(
+            [
+                problem,
+                f"{sampler} ({FAMILY[sampler]})",
+                "yes" if own["mixed"] else "no: " + "; ".join(own["reasons"]),
+                f"{np.mean(record['stats']['mean_num_steps']):.0f}",
+                f"{LABELS[metric].split()[0]} {d[metric]:.4f} ± {d[metric + '_sd']:.4f}",
+                f"{d['floor_' + metric]:.4f}",
+                f"{d['floor_' + metric + '_q95']:.4f}",
+                "yes" if evidence.within_floor(d) else "no",
+            ]
+        )
+    header = [
+        "problem",
+        "second reference",
+        "its chains mixed",
+        "steps / draw",
+        "distance to NUTS",
+        "floor",
+        "floor, 95th pct.",
+        "within",
     ]
     return tables.markdown_table(header, rows)
 

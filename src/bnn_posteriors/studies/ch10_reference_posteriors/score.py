@@ -48,19 +48,23 @@ METHODS: dict[str, Callable[..., MethodFit]] = {
 
 
 def committed_reference(
-    problem: str, reference_dir: Path | str | None = None
+    problem: str, reference_dir: Path | str | None = None, *, sampler: str = "nuts"
 ) -> tuple[dict[str, np.ndarray], dict]:
-    """The arrays and record of ``problem``'s reference
-    (:func:`bnn_posteriors.store.reference.read_reference`); ``ValueError`` naming an unknown
-    problem, or a problem whose reference was never built, instead of a missing file."""
-    problems.known(problem)
+    """The arrays and record of ``problem``'s reference by ``sampler`` (the NUTS reference, or
+    another of :data:`~bnn_posteriors.inference.reference.SAMPLERS`,
+    :func:`bnn_posteriors.store.reference.read_reference`); ``ValueError`` naming an unknown
+    problem, or a reference that was never built, instead of a missing file."""
+    from bnn_posteriors.studies.ch10_reference_posteriors.build import stored_name
+
+    name = stored_name(problems.known(problem), sampler)
     try:
-        return reference_store.read_reference(problem, reference_dir)
+        return reference_store.read_reference(name, reference_dir)
     except FileNotFoundError:
         folder = reference_store.reference_dir() if reference_dir is None else reference_dir
+        option = "" if sampler == "nuts" else f" --sampler {sampler}"
         raise ValueError(
-            f"problem {problem!r} has no reference in {folder}; build it with "
-            f"`bnn-posteriors reference {problem} --profile full`"
+            f"problem {problem!r} has no reference by {sampler} in {folder}; build it with "
+            f"`bnn-posteriors reference {problem} --profile full{option}`"
         ) from None
 
 
@@ -251,6 +255,41 @@ def reference_floor(
         **{f"{metric}_sd": float(values.std(ddof=1)) for metric, values in splits.items()},
         **fidelity.predictive_scores(ref, problems.problem(problem).y_test),
     }
+
+
+def family_distance(
+    problem: str,
+    sampler: str,
+    *,
+    num_draws: int,
+    num_splits: int,
+    reference_dir: Path | str | None = None,
+) -> dict:
+    """How far the reference of ``problem`` by a second ``sampler`` lies from the NUTS
+    reference, at the methods' number of draws, beside the NUTS reference's own floor.
+
+    Over the ``num_splits`` random splits of the NUTS chains of :func:`reference_floor`,
+    ``num_draws`` draws of the ``sampler``'s reference against the pooled half, and (the floor)
+    as many draws of the other half (:func:`~bnn_posteriors.evaluation.fidelity.
+    matched_floor` with and without ``other``). Returns per metric of
+    :func:`~bnn_posteriors.evaluation.fidelity.fidelity` its mean and sd over the splits,
+    the floor's mean as ``floor_<metric>`` and the floor's 95th percentile over the splits as
+    ``floor_<metric>_q95``: the range that a sampler drawing the same law reaches 95 % of
+    the time."""
+    arrays, _ = committed_reference(problem, reference_dir)
+    other, _ = committed_reference(problem, reference_dir, sampler=sampler)
+    ref = reference_predictive(arrays)
+    floor = fidelity.matched_floor(ref, num_draws=num_draws, num_splits=num_splits)
+    cross = fidelity.matched_floor(
+        ref, num_draws=num_draws, num_splits=num_splits, other=reference_predictive(other)
+    )
+    out: dict[str, float] = {}
+    for metric, values in cross.items():
+        out[metric] = float(values.mean())
+        out[f"{metric}_sd"] = float(values.std(ddof=1))
+        out[f"floor_{metric}"] = float(floor[metric].mean())
+        out[f"floor_{metric}_q95"] = float(np.quantile(floor[metric], 0.95))
+    return out
 
 
 DISTANCE = {"gaussian": "w2", "categorical": "total_variation"}  # ranks methods, by likelihood
