@@ -48,6 +48,22 @@ def test_w2_and_ks_of_gaussians_match_their_closed_forms():
     np.testing.assert_allclose(same["ks"], 0.0, atol=1e-12)
 
 
+def test_w1_is_the_competitions_wasserstein_distance_of_the_laws_of_y():
+    """W1 of the exact mixtures equals ``scipy.stats.wasserstein_distance`` (the NeurIPS 2021
+    competition's regression metric) of many samples of y, and |μ − μ'| for a shift."""
+    d = fidelity.regression_distances(gaussian(0.0, 1.0), gaussian(1.0, 1.0))
+    np.testing.assert_allclose(d["w1"], 1.0, rtol=1e-3)
+    rng = np.random.default_rng(4)
+    a = {"f": rng.normal(size=(30, 2)), "noise_scale": np.full(30, 0.4)}
+    b = {"f": 0.5 + 2 * rng.normal(size=(40, 2)), "noise_scale": np.full(40, 0.2)}
+    d = fidelity.regression_distances(a, b)
+    for i in range(2):
+        ya = np.repeat(a["f"][:, i], 5000) + 0.4 * rng.normal(size=150_000)
+        yb = np.repeat(b["f"][:, i], 5000) + 0.2 * rng.normal(size=200_000)
+        assert d["w1"][i] == pytest.approx(stats.wasserstein_distance(ya, yb), rel=0.02)
+    assert d["w1"][0] <= d["w2"][0]  # W1 ≤ W2 (Jensen)
+
+
 def test_a_bimodal_reference_is_far_from_either_of_its_modes():
     modes = {"f": np.array([[-2.0], [2.0]]), "noise_scale": np.array([0.3, 0.3])}
     one = {"f": np.array([[2.0]]), "noise_scale": np.array([0.3])}

@@ -10,9 +10,9 @@ score an approximation by the distance of its predictive to an HMC reference pre
 - regression: a distance between the two predictive laws of y at each test input, averaged
   over the inputs. The starter kit's ``w2_distance`` calls ``scipy.stats.wasserstein_distance``
   on 1 000 samples per input, which is the Wasserstein-1 distance despite its name; here the
-  Wasserstein-2 distance and the Kolmogorov–Smirnov distance are computed from the two
-  mixtures' exact CDFs on a grid (no sampling noise): the predictive of y at x is the mixture
-  (1/S) Σ_s N(f_s(x), σ_s²) of the draws.
+  Wasserstein-2, the Wasserstein-1 (the competition's) and the Kolmogorov–Smirnov distance
+  are computed from the two mixtures' exact CDFs on a grid (no sampling noise): the
+  predictive of y at x is the mixture (1/S) Σ_s N(f_s(x), σ_s²) of the draws.
 
 A predictive is a dict in the format of :func:`bnn_posteriors.inference.reference.predictive`
 with any number of leading draw axes (chain, draw) or one (draw): ``{"f", "noise_scale"}``
@@ -97,22 +97,26 @@ def _quantiles(grid, cdf, levels) -> np.ndarray:
     return np.interp(levels, cdf[keep], grid[keep])
 
 
-def _cdf_distances(grid, cdf_a, cdf_b, levels) -> tuple[float, float]:
-    """KS and W2 between two CDFs tabulated on ``grid`` (W2 by the midpoint rule over
-    ``levels`` of the quantile functions)."""
+def _cdf_distances(grid, cdf_a, cdf_b, levels) -> tuple[float, float, float]:
+    """KS, W2 and W1 between two CDFs tabulated on ``grid`` (W2 by the midpoint rule over
+    ``levels`` of the quantile functions, W1 = ∫ |F_a − F_b| dx by the trapezoidal rule)."""
     gap = _quantiles(grid, cdf_a, levels) - _quantiles(grid, cdf_b, levels)
-    return float(np.abs(cdf_a - cdf_b).max()), float(np.sqrt(np.mean(gap**2)))
+    diff = np.abs(cdf_a - cdf_b)
+    w1 = float(np.sum(0.5 * (diff[1:] + diff[:-1]) * np.diff(grid)))
+    return float(diff.max()), float(np.sqrt(np.mean(gap**2))), w1
 
 
 def regression_distances(
     predictive: Mapping, reference: Mapping, *, grid_size: int = 2048, num_levels: int = 1000
 ) -> dict[str, np.ndarray]:
-    """Per input, the W2 and KS distances between the predictive laws of y of ``predictive``
-    and ``reference`` (both pooled by :func:`pooled`: (S, n) and (R, n)).
+    """Per input, the W2, W1 and KS distances between the predictive laws of y of
+    ``predictive`` and ``reference`` (both pooled by :func:`pooled`: (S, n) and (R, n)).
 
     Each law's CDF is exact on a grid of ``grid_size`` points spanning both mixtures ±8 sd;
     KS = max over the grid |F − F_ref|; W2² = ∫₀¹ (F⁻¹(u) − F_ref⁻¹(u))² du by the midpoint
-    rule over ``num_levels`` levels. Returns ``{"w2": (n,), "ks": (n,)}``.
+    rule over ``num_levels`` levels; W1 = ∫ |F − F_ref| dx over the grid (what
+    ``scipy.stats.wasserstein_distance`` estimates from samples). Returns ``{"w2": (n,),
+    "ks": (n,), "w1": (n,)}``.
     """
     grid_size = validate.positive_int("grid_size", grid_size, 16, where="regression_distances")
     num_levels = validate.positive_int("num_levels", num_levels, 2, where="regression_distances")
@@ -121,15 +125,15 @@ def regression_distances(
     if b["f"].shape[1] != n:
         raise ValueError(f"the predictives cover {n} and {b['f'].shape[1]} inputs")
     levels = (np.arange(num_levels) + 0.5) / num_levels
-    w2, ks = np.empty(n), np.empty(n)
+    w2, ks, w1 = np.empty(n), np.empty(n), np.empty(n)
     for i in range(n):
         lo = min((p["f"][:, i] - 8 * p["noise_scale"][:, i]).min() for p in (a, b))
         hi = max((p["f"][:, i] + 8 * p["noise_scale"][:, i]).max() for p in (a, b))
         grid = np.linspace(lo, hi, grid_size)
         cdf_a = mixture_cdf(grid, a["f"][:, i], a["noise_scale"][:, i])
         cdf_b = mixture_cdf(grid, b["f"][:, i], b["noise_scale"][:, i])
-        ks[i], w2[i] = _cdf_distances(grid, cdf_a, cdf_b, levels)
-    return {"w2": w2, "ks": ks}
+        ks[i], w2[i], w1[i] = _cdf_distances(grid, cdf_a, cdf_b, levels)
+    return {"w2": w2, "ks": ks, "w1": w1}
 
 
 def predictive_scores(predictive: Mapping, y) -> dict[str, float]:
@@ -152,8 +156,8 @@ def predictive_scores(predictive: Mapping, y) -> dict[str, float]:
 
 def fidelity(predictive: Mapping, reference: Mapping) -> dict[str, float]:
     """Distance of ``predictive`` to ``reference`` averaged over the inputs: classification
-    ``agreement`` and ``total_variation`` of the mean predictives; regression ``w2`` and
-    ``ks`` (:func:`regression_distances`)."""
+    ``agreement`` and ``total_variation`` of the mean predictives; regression ``w2``, ``ks``
+    and ``w1`` (:func:`regression_distances`)."""
     a, b = pooled(predictive), pooled(reference)
     if ("probs" in a) != ("probs" in b):
         raise ValueError("fidelity: one predictive is a classifier's, the other a regression's")
@@ -164,7 +168,7 @@ def fidelity(predictive: Mapping, reference: Mapping) -> dict[str, float]:
             "total_variation": total_variation(mean_a, mean_b),
         }
     d = regression_distances(a, b)
-    return {"w2": float(d["w2"].mean()), "ks": float(d["ks"].mean())}
+    return {metric: float(values.mean()) for metric, values in d.items()}
 
 
 def _split_subsets(
@@ -256,7 +260,7 @@ def matched_floor(
     levels /= num_levels
     f, scale = p["f"], p["noise_scale"]
     w2 = np.empty((num_splits, f.shape[1]))
-    ks = np.empty_like(w2)
+    ks, w1 = np.empty_like(w2), np.empty_like(w2)
     for i in range(f.shape[1]):
         grid = np.linspace(
             (f[:, i] - 8 * scale[:, i]).min(), (f[:, i] + 8 * scale[:, i]).max(), grid_size
@@ -265,5 +269,5 @@ def matched_floor(
         by_chain = cdfs[: num_chains * per_chain].reshape(num_chains, per_chain, -1).mean(axis=1)
         for j, (draws, halves) in enumerate(splits):
             cdf_a, cdf_b = cdfs[draws].mean(axis=0), by_chain[halves].mean(axis=0)
-            ks[j, i], w2[j, i] = _cdf_distances(grid, cdf_a, cdf_b, levels)
-    return {"w2": w2.mean(axis=1), "ks": ks.mean(axis=1)}
+            ks[j, i], w2[j, i], w1[j, i] = _cdf_distances(grid, cdf_a, cdf_b, levels)
+    return {"w2": w2.mean(axis=1), "ks": ks.mean(axis=1), "w1": w1.mean(axis=1)}
