@@ -201,6 +201,7 @@ def run_reference(
             ),
             max_num_doublings=cfg.max_num_doublings,
             sampler=sampler,
+            integration_steps=cfg.mams_integration_steps if sampler == "mams" else None,
             out=folder,
             cache=cache or cfg.cache,
             profile=cfg.profile,

@@ -118,6 +118,7 @@ def run(
     target_acceptance_rate: float = 0.8,
     max_num_doublings: int = 10,
     sampler: str = "nuts",
+    integration_steps: float | None = None,
 ) -> dict:
     """A reference run of the Bayesian MLP ``spec`` on ``(x_train, y_train)``.
 
@@ -125,7 +126,8 @@ def run(
     (the same with a dense mass matrix, for posteriors whose correlations hold the diagonal
     metric's trees at the cap) or ``"mams"`` (the
     second sampler family, :func:`~bnn_posteriors.inference.mams.mams`, tuned to
-    ``target_acceptance_rate``; ``max_num_doublings`` does not apply to it; one device).
+    ``target_acceptance_rate`` at ``integration_steps`` steps per proposal (None: its
+    default); ``max_num_doublings`` does not apply to it; one device).
     ``num_chains`` chains (NumPyro's uniform starts on [−2, 2], one key per chain),
     ``num_warmup`` adaptation steps, ``num_samples`` draws each, thinned to ``num_kept``
     per chain (``num_samples`` must be a multiple of it; default all), sharded over
@@ -163,8 +165,18 @@ def run(
         target_acceptance_rate=target_acceptance_rate,
     )
     model_kwargs = spec.kwargs(x_train, y_train)
+    if integration_steps is not None and sampler != "mams":
+        raise ValueError(f"reference.run: integration_steps applies to MAMS, not {sampler!r}")
     if sampler == "mams":
-        samples, stats = mams.mams(rng_key, spec.model, model_kwargs, **common)
+        samples, stats = mams.mams(
+            rng_key,
+            spec.model,
+            model_kwargs,
+            integration_steps=(
+                mams.INTEGRATION_STEPS if integration_steps is None else integration_steps
+            ),
+            **common,
+        )
     else:
         samples, stats = mcmc.nuts(
             rng_key,

@@ -387,6 +387,7 @@ class ReferencePosteriorsSettings(Settings):
     target_acceptance_rate: float
     max_num_doublings: int
     mams_target_acceptance_rate: float
+    mams_integration_steps: float
     score_problems: tuple[str, ...]
     score_results: str
     floor_draws: int

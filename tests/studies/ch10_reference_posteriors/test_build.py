@@ -3,10 +3,12 @@ and a rerun that resumes from the cached chunks and recomputes nothing."""
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 
 from bnn_posteriors.cli.main import main
+from bnn_posteriors.inference import reference
 from bnn_posteriors.models.numpyro_models import MLP
 from bnn_posteriors.store import reference as store
 from bnn_posteriors.studies.ch10_reference_posteriors import build, problems
@@ -106,7 +108,27 @@ def test_the_second_sampler_family_writes_its_own_reference(tiny, tmp_path, caps
     arrays, record = store.read_reference("tiny__mams", out)
     assert arrays["test_f"].shape == (2, 20, 3) and record["settings"]["sampler"] == "mams"
     assert record["settings"]["target_acceptance_rate"] == 0.9 and len(record["stats"]["L"]) == 2
+    assert record["settings"]["integration_steps"] == 32.0  # mams_integration_steps
+    np.testing.assert_allclose(
+        np.asarray(record["stats"]["L"]) / np.asarray(record["stats"]["step_size"]), 32, rtol=1e-4
+    )
     assert not (out / "tiny.json").exists()
+
+
+def test_integration_steps_are_mams_alone(tiny):
+    prob = problems.problem("tiny")
+    with pytest.raises(ValueError, match="integration_steps applies to MAMS, not 'nuts'"):
+        reference.run(
+            jax.random.PRNGKey(0),
+            prob.spec,
+            prob.x_train,
+            prob.y_train,
+            prob.points(),
+            num_chains=2,
+            num_warmup=20,
+            num_samples=20,
+            integration_steps=8,
+        )
 
 
 def test_stored_name_keeps_the_nuts_reference_at_the_problems_name():

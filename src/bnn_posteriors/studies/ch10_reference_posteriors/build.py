@@ -79,11 +79,13 @@ def build(
     progress: bool = False,
     devices=None,
     sampler: str = "nuts",
+    integration_steps: float | None = None,
 ) -> dict:
     """Run, diagnose and store the reference of problem ``name`` (:func:`problems.problem`).
 
     ``sampler``: ``"nuts"``, the reference, ``"nuts_dense"`` (NUTS with a dense metric) or
-    ``"mams"``, the second sampler family that validates it
+    ``"mams"``, the second sampler family that validates it, at ``integration_steps`` per
+    proposal
     (:func:`bnn_posteriors.inference.reference.run`; stored as :func:`stored_name`, its chains
     from another key of the same seed).
     ``out``: the folder of ``<name>.npz`` and ``<name>.json`` (None: ``results/reference``).
@@ -102,6 +104,8 @@ def build(
     )
     if sampler != "nuts":  # the NUTS references' settings (and records) stay as they were
         settings["sampler"] = sampler
+    if integration_steps is not None:  # MAMS's steps per proposal
+        settings["integration_steps"] = float(integration_steps)
     start = time.perf_counter()
     result = reference.run(
         problem_key(seed, stored_name(name, sampler)),
