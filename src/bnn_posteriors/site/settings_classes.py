@@ -392,6 +392,7 @@ class ReferencePosteriorsSettings(Settings):
     score_results: str
     floor_draws: int
     floor_splits: int
+    validation_results: str
     live_problems: tuple[str, ...]
     live_methods: tuple[str, ...]
     figure_seed: int

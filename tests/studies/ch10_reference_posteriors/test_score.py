@@ -148,6 +148,14 @@ def test_a_second_family_of_the_same_law_lies_within_the_floor(tiny):
     assert same["w2"] <= same["floor_w2_q95"] and same["w2_sd"] > 0
     _second_reference(tmp, shift=0.1)  # a law shifted by one noise sd
     assert score.family_distance("tiny", "mams", **kw)["w2"] > 3 * same["floor_w2_q95"]
+    assert score.second_references("tiny", tmp / "ref") == ["mams"]
+    # a part: written once, read back while both references stay, recomputed when one changes
+    saved = score.family_distance("tiny", "mams", directory=tmp / "val", profile="quick", **kw)
+    assert (tmp / "val" / "tiny__mams.json").is_file()
+    assert score.family_distance("tiny", "mams", directory=tmp / "val", **kw) == saved
+    _second_reference(tmp, shift=0.0)
+    again = score.family_distance("tiny", "mams", directory=tmp / "val", profile="quick", **kw)
+    assert again == same and again != saved
 
 
 def test_committed_rows_reads_matching_parts_only(tiny):

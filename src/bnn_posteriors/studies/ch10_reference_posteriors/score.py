@@ -28,6 +28,7 @@ from bnn_posteriors.studies.ch10_reference_posteriors import approximations, pro
 from bnn_posteriors.studies.ch10_reference_posteriors.fits import DoesNotApply, MethodFit
 from bnn_posteriors.util import validate
 
+FLOOR_QUANTILE = 0.95  # a second reference validates when it lies below this quantile of the floor
 VERSION = 2  # of the scoring; a part of another version is computed again (2: one key per seed)
 
 METHODS: dict[str, Callable[..., MethodFit]] = {
@@ -257,6 +258,20 @@ def reference_floor(
     }
 
 
+def second_references(problem: str, reference_dir: Path | str | None = None) -> list[str]:
+    """The samplers other than NUTS whose reference of ``problem`` is committed, in the order
+    of :data:`~bnn_posteriors.inference.reference.SAMPLERS`."""
+    from bnn_posteriors.inference.reference import SAMPLERS
+    from bnn_posteriors.studies.ch10_reference_posteriors.build import stored_name
+
+    folder = Path(reference_store.reference_dir() if reference_dir is None else reference_dir)
+    return [
+        sampler
+        for sampler in SAMPLERS[1:]
+        if (folder / f"{stored_name(problems.known(problem), sampler)}.json").is_file()
+    ]
+
+
 def family_distance(
     problem: str,
     sampler: str,
@@ -264,6 +279,8 @@ def family_distance(
     num_draws: int,
     num_splits: int,
     reference_dir: Path | str | None = None,
+    directory: Path | str | None = None,
+    profile: str | None = None,
 ) -> dict:
     """How far the reference of ``problem`` by a second ``sampler`` lies from the NUTS
     reference, at the methods' number of draws, beside the NUTS reference's own floor.
@@ -275,21 +292,38 @@ def family_distance(
     :func:`~bnn_posteriors.evaluation.fidelity.fidelity` its mean and sd over the splits,
     the floor's mean as ``floor_<metric>`` and the floor's 95th percentile over the splits as
     ``floor_<metric>_q95``: the range that a sampler drawing the same law reaches 95 % of
-    the time."""
-    arrays, _ = committed_reference(problem, reference_dir)
-    other, _ = committed_reference(problem, reference_dir, sampler=sampler)
-    ref = reference_predictive(arrays)
-    floor = fidelity.matched_floor(ref, num_draws=num_draws, num_splits=num_splits)
-    cross = fidelity.matched_floor(
-        ref, num_draws=num_draws, num_splits=num_splits, other=reference_predictive(other)
-    )
-    out: dict[str, float] = {}
-    for metric, values in cross.items():
-        out[metric] = float(values.mean())
-        out[f"{metric}_sd"] = float(values.std(ddof=1))
-        out[f"floor_{metric}"] = float(floor[metric].mean())
-        out[f"floor_{metric}_q95"] = float(np.quantile(floor[metric], 0.95))
-    return out
+    the time. A part of ``directory`` (``<problem>__<sampler>.json``) holding the same
+    settings and both references' sha256 is read instead of computed; a computed one is
+    written there (None: nothing is written)."""
+    arrays, record = committed_reference(problem, reference_dir)
+    other, other_record = committed_reference(problem, reference_dir, sampler=sampler)
+    settings = {
+        "problem": problem,
+        "sampler": sampler,
+        "num_draws": num_draws,
+        "num_splits": num_splits,
+        "reference_sha256": record["sha256"],
+        "other_sha256": other_record["sha256"],
+        "version": VERSION,
+    }
+
+    def compute() -> dict[str, float]:
+        ref = reference_predictive(arrays)
+        floor = fidelity.matched_floor(ref, num_draws=num_draws, num_splits=num_splits)
+        cross = fidelity.matched_floor(
+            ref, num_draws=num_draws, num_splits=num_splits, other=reference_predictive(other)
+        )
+        out: dict[str, float] = {}
+        for metric, values in cross.items():
+            out[metric] = float(values.mean())
+            out[f"{metric}_sd"] = float(values.std(ddof=1))
+            out[f"floor_{metric}"] = float(floor[metric].mean())
+            out[f"floor_{metric}_q95"] = float(np.quantile(floor[metric], FLOOR_QUANTILE))
+        return out
+
+    path = None if directory is None else parts.part_path(directory, f"{problem}__{sampler}")
+    part = parts.resumed_part(path, settings, compute, profile=profile)
+    return {k: v for k, v in part.items() if isinstance(v, float)}  # the distances alone
 
 
 DISTANCE = {"gaussian": "w2", "categorical": "total_variation"}  # ranks methods, by likelihood
