@@ -67,12 +67,14 @@ def test_mams_refuses_bad_input():
         mams.mams(jax.random.PRNGKey(0), linear, data, num_samples=10, thinning=3)
     with pytest.raises(ValueError, match="integration_steps must exceed 1.1"):
         mams.mams(jax.random.PRNGKey(0), linear, data, integration_steps=1.0)
+    with pytest.raises(ValueError, match="initial_step_size must be positive"):
+        mams.mams(jax.random.PRNGKey(0), linear, data, initial_step_size=0.0)
 
 
-@pytest.mark.parametrize("steps", [2.0, 16.0])
-def test_mams_trajectories_have_the_number_of_integration_steps_asked_for(steps):
+@pytest.mark.parametrize(("steps", "start"), [(2.0, None), (16.0, None), (16.0, 0.01)])
+def test_mams_trajectories_have_the_number_of_integration_steps_asked_for(steps, start):
     """L = integration_steps × step size, and the proposals take that many steps on average
-    (drawn uniformly up to twice it)."""
+    (drawn uniformly up to twice it), whatever step size the tuning starts from."""
     _, stats = mams.mams(
         jax.random.PRNGKey(1),
         linear,
@@ -81,6 +83,7 @@ def test_mams_trajectories_have_the_number_of_integration_steps_asked_for(steps)
         num_warmup=100,
         num_samples=200,
         integration_steps=steps,
+        initial_step_size=start,
     )
     np.testing.assert_allclose(stats["L"] / stats["step_size"], steps, rtol=1e-4)
     assert abs(np.mean(stats["num_steps"]) - steps) < 0.15 * steps

@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from blackjax.adaptation.adjusted_mclmc_adaptation import adjusted_mclmc_find_L_and_step_size
+from blackjax.adaptation.mclmc_adaptation import MCLMCAdaptationState
 from blackjax.mcmc import adjusted_mclmc_dynamic as amd
 from blackjax.mcmc.integrators import isokinetic_mclachlan
 from jax.flatten_util import ravel_pytree
@@ -41,6 +42,11 @@ CACHE_VERSION = "mams-1"  # of the cached units "mams-adapt" and "mams-draws"
 # step size at that number of steps; its default, 2, gives a near-MALA sampler whose chains of
 # a BNN posterior do not mix in a reference's budget (snelson_gap: noise-scale R-hat 5.0)
 INTEGRATION_STEPS = 2.0
+# BlackJAX's first tuning pass holds L at integration steps × the initial step size (√d / 5 by
+# default) while the step size shrinks, so a posterior that needs small steps runs trajectories
+# of L / step ≫ integration steps there: snelson_sparse's tuning at 32 steps ran over 20 min
+# against banana_sparse's 3. None: BlackJAX's initial step size.
+INITIAL_STEP_SIZE = None
 # BlackJAX's three tuning phases, as fractions of the tuning steps: the step size (dual
 # averaging) and the preconditioner, L from the variances, L from the effective sample size
 TUNING_FRACTIONS = (0.4, 0.4, 0.2)
@@ -80,6 +86,7 @@ def _compiled(
     target: float,
     thinning: int,
     integration_steps: float = INTEGRATION_STEPS,
+    initial_step_size: float | None = INITIAL_STEP_SIZE,
 ):
     """The jitted, chain-vectorised MAMS programs of one (model, sites, settings):
     ``adapt(keys, z, arrays) -> (state, tuned)`` and ``sample(state, tuned, keys, arrays) ->
@@ -100,6 +107,11 @@ def _compiled(
         k_init, k_tune = jax.random.split(key)
         state = amd.init(z, logdensity, k_init)
         f1, f2, f3 = TUNING_FRACTIONS
+        start = None
+        if initial_step_size is not None:  # BlackJAX pins L to the steps × this step size
+            start = MCLMCAdaptationState(
+                initial_step_size, initial_step_size, inverse_mass_matrix=jnp.ones(z.shape)
+            )
         state, params, _ = adjusted_mclmc_find_L_and_step_size(
             kernel,
             logdensity,
@@ -112,6 +124,7 @@ def _compiled(
             frac_tune3=f3 / total * num_warmup / num_steps,
             diagonal_preconditioning=True,
             target_num_integration_steps=integration_steps,
+            params=start,
         )
         tuned = {
             "step_size": params.step_size,
@@ -166,12 +179,14 @@ def mams(
     progress: bool = False,
     thinning: int = 1,
     integration_steps: float = INTEGRATION_STEPS,
+    initial_step_size: float | None = INITIAL_STEP_SIZE,
 ):
     """MAMS chains on the log joint of ``model``, as :func:`.mcmc.nuts` runs NUTS.
 
     ``num_warmup`` tuning steps (BlackJAX's three phases in the proportions of
     :data:`TUNING_FRACTIONS`, the step size tuned to ``target_acceptance_rate`` at a mean of
-    ``integration_steps`` integration steps per proposal, L = that × the step size), then
+    ``integration_steps`` integration steps per proposal, L = that × the step size, from
+    ``initial_step_size``: None for BlackJAX's √d / 5), then
     ``num_samples`` draws per chain, every ``thinning``-th kept. Starts: NumPyro's uniform
     start on [−2, 2] of the unconstrained space, one key per chain, or ``init_positions``
     (unconstrained sites with a leading chain axis). ``chunk_size``, ``cache``, ``progress``:
@@ -203,6 +218,8 @@ def mams(
     z0 = jax.vmap(lambda p: ravel_pytree({k: p[k] for k, _ in sites})[0])(init_positions)
     if not integration_steps > 1.1:  # BlackJAX's floor on L / step size
         raise ValueError(f"{where}: integration_steps must exceed 1.1, got {integration_steps}")
+    if initial_step_size is not None and not initial_step_size > 0:
+        raise ValueError(f"{where}: initial_step_size must be positive, got {initial_step_size}")
     adapt, sample = _compiled(
         model,
         static,
@@ -211,6 +228,7 @@ def mams(
         float(target_acceptance_rate),
         thinning,
         float(integration_steps),
+        None if initial_step_size is None else float(initial_step_size),
     )
     settings = dict(
         model=f"{model.__module__}.{model.__qualname__}",
@@ -220,6 +238,7 @@ def mams(
         thinning=thinning,
         # the default's units keep their keys
         **({} if integration_steps == INTEGRATION_STEPS else {"steps": float(integration_steps)}),
+        **({} if initial_step_size is None else {"initial_step": float(initial_step_size)}),
     )
     directory = unit_cache.cache_location(cache)
     return mcmc._nuts_in_chunks(

@@ -119,6 +119,7 @@ def run(
     max_num_doublings: int = 10,
     sampler: str = "nuts",
     integration_steps: float | None = None,
+    initial_step_size: float | None = None,
 ) -> dict:
     """A reference run of the Bayesian MLP ``spec`` on ``(x_train, y_train)``.
 
@@ -127,7 +128,8 @@ def run(
     metric's trees at the cap) or ``"mams"`` (the
     second sampler family, :func:`~bnn_posteriors.inference.mams.mams`, tuned to
     ``target_acceptance_rate`` at ``integration_steps`` steps per proposal (None: its
-    default); ``max_num_doublings`` does not apply to it; one device).
+    default) from ``initial_step_size`` (None: BlackJAX's); ``max_num_doublings`` does not
+    apply to it; one device).
     ``num_chains`` chains (NumPyro's uniform starts on [−2, 2], one key per chain),
     ``num_warmup`` adaptation steps, ``num_samples`` draws each, thinned to ``num_kept``
     per chain (``num_samples`` must be a multiple of it; default all), sharded over
@@ -165,8 +167,12 @@ def run(
         target_acceptance_rate=target_acceptance_rate,
     )
     model_kwargs = spec.kwargs(x_train, y_train)
-    if integration_steps is not None and sampler != "mams":
-        raise ValueError(f"reference.run: integration_steps applies to MAMS, not {sampler!r}")
+    for name, value in (
+        ("integration_steps", integration_steps),
+        ("initial_step_size", initial_step_size),
+    ):
+        if value is not None and sampler != "mams":
+            raise ValueError(f"reference.run: {name} applies to MAMS, not {sampler!r}")
     if sampler == "mams":
         samples, stats = mams.mams(
             rng_key,
@@ -175,6 +181,7 @@ def run(
             integration_steps=(
                 mams.INTEGRATION_STEPS if integration_steps is None else integration_steps
             ),
+            initial_step_size=initial_step_size,
             **common,
         )
     else:

@@ -388,6 +388,7 @@ class ReferencePosteriorsSettings(Settings):
     max_num_doublings: int
     mams_target_acceptance_rate: float
     mams_integration_steps: float
+    mams_initial_step_size: float
     score_problems: tuple[str, ...]
     score_results: str
     floor_draws: int

@@ -109,6 +109,7 @@ def test_the_second_sampler_family_writes_its_own_reference(tiny, tmp_path, caps
     assert arrays["test_f"].shape == (2, 20, 3) and record["settings"]["sampler"] == "mams"
     assert record["settings"]["target_acceptance_rate"] == 0.9 and len(record["stats"]["L"]) == 2
     assert record["settings"]["integration_steps"] == 32.0  # mams_integration_steps
+    assert record["settings"]["initial_step_size"] == 0.01  # mams_initial_step_size
     np.testing.assert_allclose(
         np.asarray(record["stats"]["L"]) / np.asarray(record["stats"]["step_size"]), 32, rtol=1e-4
     )
@@ -117,6 +118,18 @@ def test_the_second_sampler_family_writes_its_own_reference(tiny, tmp_path, caps
 
 def test_integration_steps_are_mams_alone(tiny):
     prob = problems.problem("tiny")
+    with pytest.raises(ValueError, match="initial_step_size applies to MAMS, not 'nuts'"):
+        reference.run(
+            jax.random.PRNGKey(0),
+            prob.spec,
+            prob.x_train,
+            prob.y_train,
+            prob.points(),
+            num_chains=2,
+            num_warmup=20,
+            num_samples=20,
+            initial_step_size=0.01,
+        )
     with pytest.raises(ValueError, match="integration_steps applies to MAMS, not 'nuts'"):
         reference.run(
             jax.random.PRNGKey(0),

@@ -80,12 +80,13 @@ def build(
     devices=None,
     sampler: str = "nuts",
     integration_steps: float | None = None,
+    initial_step_size: float | None = None,
 ) -> dict:
     """Run, diagnose and store the reference of problem ``name`` (:func:`problems.problem`).
 
     ``sampler``: ``"nuts"``, the reference, ``"nuts_dense"`` (NUTS with a dense metric) or
     ``"mams"``, the second sampler family that validates it, at ``integration_steps`` per
-    proposal
+    proposal from ``initial_step_size``
     (:func:`bnn_posteriors.inference.reference.run`; stored as :func:`stored_name`, its chains
     from another key of the same seed).
     ``out``: the folder of ``<name>.npz`` and ``<name>.json`` (None: ``results/reference``).
@@ -106,6 +107,8 @@ def build(
         settings["sampler"] = sampler
     if integration_steps is not None:  # MAMS's steps per proposal
         settings["integration_steps"] = float(integration_steps)
+    if initial_step_size is not None:  # and the step size its tuning starts from
+        settings["initial_step_size"] = float(initial_step_size)
     start = time.perf_counter()
     result = reference.run(
         problem_key(seed, stored_name(name, sampler)),
