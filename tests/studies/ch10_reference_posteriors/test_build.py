@@ -116,9 +116,12 @@ def test_the_second_sampler_family_writes_its_own_reference(tiny, tmp_path, caps
     assert not (out / "tiny.json").exists()
 
 
-def test_integration_steps_are_mams_alone(tiny):
+@pytest.mark.parametrize(
+    ("option", "value"), [("initial_step_size", 0.01), ("integration_steps", 8)]
+)
+def test_integration_steps_are_mams_alone(tiny, option, value):
     prob = problems.problem("tiny")
-    with pytest.raises(ValueError, match="initial_step_size applies to MAMS, not 'nuts'"):
+    with pytest.raises(ValueError, match=f"{option} applies to MAMS, not 'nuts'"):
         reference.run(
             jax.random.PRNGKey(0),
             prob.spec,
@@ -128,19 +131,7 @@ def test_integration_steps_are_mams_alone(tiny):
             num_chains=2,
             num_warmup=20,
             num_samples=20,
-            initial_step_size=0.01,
-        )
-    with pytest.raises(ValueError, match="integration_steps applies to MAMS, not 'nuts'"):
-        reference.run(
-            jax.random.PRNGKey(0),
-            prob.spec,
-            prob.x_train,
-            prob.y_train,
-            prob.points(),
-            num_chains=2,
-            num_warmup=20,
-            num_samples=20,
-            integration_steps=8,
+            **{option: value},
         )
 
 
