@@ -82,7 +82,7 @@ def within_floor(distance: Mapping) -> bool:
     :func:`.score.family_distance`) lies within the NUTS reference's floor: its mean over the
     splits at most the floor's 95th percentile, on the problem's distance (W2 or total
     variation)."""
-    metric = "w2" if "w2" in distance else "total_variation"
+    metric = distance_metric(distance)
     return bool(distance[metric] <= distance[f"floor_{metric}_q95"])
 
 

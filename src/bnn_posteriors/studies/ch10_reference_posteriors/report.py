@@ -91,7 +91,7 @@ def family_table(distances: Mapping[tuple[str, str], Mapping], reference_dir=Non
     for (problem, sampler), d in distances.items():
         record = score.committed_reference(problem, reference_dir, sampler=sampler)[1]
         own = evidence.mixing_verdict(problem, reference_dir, sampler)
-        metric = "w2" if "w2" in d else "total_variation"
+        metric = distance_metric(d)
         rows.append(
             [
                 problem,
