@@ -253,3 +253,13 @@ def test_settings_of_a_class_are_its_chapters_settings():
     assert cfg == profiles.settings("06_metricbnn", "full")
     with pytest.raises(ValueError, match="Settings is not the settings class of any chapter"):
         profiles.settings_of(profiles.Settings)
+
+
+def test_mams_steps_take_a_problems_own_entry_else_the_default():
+    cfg = profiles.settings("10_reference_posteriors", "full")
+    own = dict(cfg.mams_integration_steps_by_problem)
+    assert own and set(own) <= set(cfg.problems)  # each entry names a problem of the chapter
+    for problem in cfg.problems:
+        expected = own.get(problem, cfg.mams_integration_steps)
+        assert cfg.mams_steps(problem) == float(expected)
+    assert cfg.mams_steps("banana") == cfg.mams_integration_steps != cfg.mams_steps("snelson_gap")

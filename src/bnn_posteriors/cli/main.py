@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(sharded over the devices), their function-space mixing and the predictive, written "
         "to results/reference/<problem>.npz/.json (resumable: each chunk of draws is cached)",
     )
-    ref.add_argument("problem", help="snelson_gap, energy_gap, banana or digits")
+    ref.add_argument("problem", help="a problem of chapter 10 (its settings' problems)")
     ref.add_argument("--profile", help="quick or full (default: $BNN_PROFILE, else quick)")
     ref.add_argument("--chains", type=int, help="number of chains (default: the profile's)")
     ref.add_argument("--warmup", type=int, help="adaptation steps (default: the profile's)")

@@ -201,7 +201,7 @@ def run_reference(
             ),
             max_num_doublings=cfg.max_num_doublings,
             sampler=sampler,
-            integration_steps=cfg.mams_integration_steps if sampler == "mams" else None,
+            integration_steps=cfg.mams_steps(problem) if sampler == "mams" else None,
             initial_step_size=cfg.mams_initial_step_size if sampler == "mams" else None,
             out=folder,
             cache=cache or cfg.cache,

@@ -388,6 +388,7 @@ class ReferencePosteriorsSettings(Settings):
     max_num_doublings: int
     mams_target_acceptance_rate: float
     mams_integration_steps: float
+    mams_integration_steps_by_problem: Mapping[str, float]
     mams_initial_step_size: float
     score_problems: tuple[str, ...]
     score_results: str
@@ -408,6 +409,13 @@ class ReferencePosteriorsSettings(Settings):
     cache: bool
     score_seeds: tuple[int, ...]
     methods: Mapping[str, Mapping[str, Any]]
+
+    def mams_steps(self, problem: str) -> float:
+        """MAMS's mean integration steps per proposal on ``problem``: its entry of
+        ``mams_integration_steps_by_problem``, else ``mams_integration_steps``."""
+        return float(
+            self.mams_integration_steps_by_problem.get(problem, self.mams_integration_steps)
+        )
 
 
 # The class of each chapter's settings file
