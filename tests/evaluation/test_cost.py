@@ -131,3 +131,19 @@ def test_gradient_flops_grow_with_the_data_and_the_width():
     labels = (x[:, 0] > 0).astype(np.int32)  # a classifier (NumPy labels) too
     classifier = cost.gradient_flops(MLP((1, 8, 2), "categorical", "tanh"), x, labels)
     assert classifier > small
+
+
+def test_gradient_flops_are_compiled_once_per_model_and_data(monkeypatch):
+    from bnn_posteriors.models.numpyro_models import MLP
+
+    calls = []
+    monkeypatch.setattr(cost, "_GRADIENT_FLOPS", {})
+    monkeypatch.setattr(cost, "xla_flops", lambda fn, *args: calls.append(fn) or 7.0 * len(calls))
+    x = np.linspace(-1, 1, 10, dtype=np.float32)[:, None]
+    y = np.sin(3 * x[:, 0])
+    spec = MLP((1, 4, 1), activation="tanh")
+    first = cost.gradient_flops(spec, x, y)
+    assert cost.gradient_flops(spec, x.copy(), y.copy()) == first and len(calls) == 1
+    cost.gradient_flops(spec, x, y + 1.0)  # other data: compiled again
+    cost.gradient_flops(MLP((1, 5, 1), activation="tanh"), x, y)  # another model
+    assert len(calls) == 3
