@@ -255,11 +255,17 @@ def test_settings_of_a_class_are_its_chapters_settings():
         profiles.settings_of(profiles.Settings)
 
 
-def test_mams_steps_take_a_problems_own_entry_else_the_default():
+def test_mams_settings_take_a_problems_own_entries_else_the_profiles():
     cfg = profiles.settings("10_reference_posteriors", "full")
-    own = dict(cfg.mams_integration_steps_by_problem)
+    own = {p: dict(v) for p, v in cfg.mams_by_problem.items()}
     assert own and set(own) <= set(cfg.problems)  # each entry names a problem of the chapter
     for problem in cfg.problems:
-        expected = own.get(problem, cfg.mams_integration_steps)
-        assert cfg.mams_steps(problem) == float(expected)
-    assert cfg.mams_steps("banana") == cfg.mams_integration_steps != cfg.mams_steps("snelson_gap")
+        got = cfg.mams_settings(problem)
+        assert got["integration_steps"] == cfg.mams_integration_steps
+        for key in ("num_warmup", "num_samples", "num_kept"):
+            assert got[key] == own.get(problem, {}).get(key, getattr(cfg, key))
+    assert cfg.mams_settings("snelson_gap")["num_samples"] > cfg.num_samples
+    assert profiles.settings("10_reference_posteriors", "quick").mams_by_problem == {}
+    bad = dataclasses.replace(cfg, mams_by_problem={"banana": {"num_draws": 5}})
+    with pytest.raises(ValueError, match="unknown settings"):
+        bad.mams_settings("banana")

@@ -388,10 +388,12 @@ class ReferencePosteriorsSettings(Settings):
     max_num_doublings: int
     mams_target_acceptance_rate: float
     mams_integration_steps: float
-    mams_integration_steps_by_problem: Mapping[str, float]
+    mams_by_problem: Mapping[str, Mapping[str, float]]
     mams_initial_step_size: float
     score_problems: tuple[str, ...]
     score_results: str
+    null_space_problems: tuple[str, ...]
+    null_space_methods: tuple[str, ...]
     floor_draws: int
     floor_splits: int
     validation_results: str
@@ -410,12 +412,20 @@ class ReferencePosteriorsSettings(Settings):
     score_seeds: tuple[int, ...]
     methods: Mapping[str, Mapping[str, Any]]
 
-    def mams_steps(self, problem: str) -> float:
-        """MAMS's mean integration steps per proposal on ``problem``: its entry of
-        ``mams_integration_steps_by_problem``, else ``mams_integration_steps``."""
-        return float(
-            self.mams_integration_steps_by_problem.get(problem, self.mams_integration_steps)
-        )
+    def mams_settings(self, problem: str) -> dict[str, float]:
+        """The settings of ``problem``'s MAMS reference: ``integration_steps``,
+        ``num_warmup``, ``num_samples`` and ``num_kept``, the profile's unless
+        ``mams_by_problem`` gives the problem its own (ValueError for an unknown key)."""
+        own = dict(self.mams_by_problem.get(problem, {}))
+        out: dict[str, float] = {
+            "integration_steps": float(self.mams_integration_steps),
+            "num_warmup": self.num_warmup,
+            "num_samples": self.num_samples,
+            "num_kept": self.num_kept,
+        }
+        if unknown := sorted(set(own) - set(out)):
+            raise ValueError(f"mams_by_problem.{problem}: unknown settings {unknown}")
+        return {k: type(v)(own.get(k, v)) for k, v in out.items()}
 
 
 # The class of each chapter's settings file
