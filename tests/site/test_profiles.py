@@ -256,16 +256,16 @@ def test_settings_of_a_class_are_its_chapters_settings():
 
 
 def test_mams_settings_take_a_problems_own_entries_else_the_profiles():
-    cfg = profiles.settings("10_reference_posteriors", "full")
-    own = {p: dict(v) for p, v in cfg.mams_by_problem.items()}
-    assert own and set(own) <= set(cfg.problems)  # each entry names a problem of the chapter
+    full = profiles.settings("10_reference_posteriors", "full")
+    assert set(full.mams_by_problem) <= set(full.problems)  # an entry names a chapter's problem
+    own = {"snelson_gap": {"num_samples": 8000, "num_kept": 200, "integration_steps": 128}}
+    cfg = dataclasses.replace(full, mams_by_problem=own)
     for problem in cfg.problems:
         got = cfg.mams_settings(problem)
-        assert got["integration_steps"] == cfg.mams_integration_steps
         for key in ("num_warmup", "num_samples", "num_kept"):
             assert got[key] == own.get(problem, {}).get(key, getattr(cfg, key))
-    assert cfg.mams_settings("snelson_gap")["num_samples"] > cfg.num_samples
-    assert profiles.settings("10_reference_posteriors", "quick").mams_by_problem == {}
+    assert cfg.mams_settings("snelson_gap")["integration_steps"] == 128.0
+    assert cfg.mams_settings("banana")["integration_steps"] == cfg.mams_integration_steps
     bad = dataclasses.replace(cfg, mams_by_problem={"banana": {"num_draws": 5}})
     with pytest.raises(ValueError, match="unknown settings"):
         bad.mams_settings("banana")

@@ -1,8 +1,8 @@
 """Tests of chapter 10's claim evidence: paired ratios of distances to the reference, the three
-outcomes of a comparison on the mixed references, and the null-space LA's collapse onto the MAP.
+outcomes of a comparison on the validated references, and the null-space LA's collapse onto the MAP.
 
 Each claim is seen to fail: reversed distances give "not reproduced", a straddling interval or
-no mixed reference "inconclusive"."""
+no validated reference "inconclusive"."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_distance_metric_distances_and_ratio_interval():
     assert evidence.ratio_interval(rows, "p", "A", "C") is None  # no paired seeds
 
 
-def test_closer_decides_on_the_mixed_problems_only(record_only):
+def test_closer_decides_on_the_validated_problems_only(record_only):
     kw = dict(says_what="A is closer than B")
     closer = evidence.closer(
         "C10.2",
@@ -79,7 +79,7 @@ def test_closer_decides_on_the_mixed_problems_only(record_only):
         **kw,
     )
     assert _status(closer) == claims.REPRODUCED and set(closer.glue) >= {"t_p_b", "t_q_b_high"}
-    # broken: A farther than B on one mixed problem -> not reproduced
+    # broken: A farther than B on one validated problem -> not reproduced
     reversed_ = evidence.closer(
         "C10.2", _rows({"p": 0.3, "q": 2.0}), "A", ["B"], ["p", "q"], ["p", "q"], **kw
     )
@@ -88,33 +88,31 @@ def test_closer_decides_on_the_mixed_problems_only(record_only):
     shown = evidence.closer(
         "C10.2", _rows({"p": 0.3, "q": 2.0}), "A", ["B"], ["p", "q"], ["p"], **kw
     )
-    assert _status(shown) == claims.REPRODUCED and "not mixed" in shown.table
+    assert _status(shown) == claims.REPRODUCED and "shown only" in shown.table
     # a tie whose interval straddles 1 -> inconclusive, and the gate says where
     tie = evidence.closer(
         "C10.2", _rows({"p": [0.8, 1.2, 0.9, 1.1, 1.0]}), "A", ["B"], ["p"], ["p"], **kw
     )
     assert _status(tie) == claims.INCONCLUSIVE and "straddle" in tie.gate.why
-    # no mixed problem where both apply -> inconclusive
+    # no validated problem where both apply -> inconclusive
     none = evidence.closer("C10.4", _rows({"p": 0.3}), "A", ["B"], ["p"], [], **kw)
-    assert (
-        _status(none) == claims.INCONCLUSIVE
-        and "no problem with a mixed reference" in none.gate.why
-    )
+    assert _status(none) == claims.INCONCLUSIVE and "no deciding problem" in none.gate.why
 
 
 def test_closer_with_a_bound_and_several_others(record_only, catalogue_rules):
     rows = _rows({"p": 1.1})  # A 10 % farther than B: competitive within 1.25, not closer
     kw = dict(says_what="A is competitive with B")
+    kw5 = dict(kw, part="competitive")
     assert claims.catalogue_check("C10.5", "competitive")["bound"] == 1.25
     competitive = evidence.closer("C10.5", rows, "A", ["B"], ["p"], ["p"], part="competitive", **kw)
     assert _status(competitive) == claims.REPRODUCED and "the bound 1.25" in competitive.table
     assert (
-        _status(evidence.closer("C10.5", _rows({"p": 1.6}), "A", ["B"], ["p"], ["p"], **kw))
+        _status(evidence.closer("C10.5", _rows({"p": 1.6}), "A", ["B"], ["p"], ["p"], **kw5))
         == claims.NOT_REPRODUCED
     )
     # against several methods: one that is closer than A fails the claim
     more = rows + [_row("p", "C", s, 0.1) for s in SEEDS]
-    c5 = evidence.closer("C10.5", more, "A", ["B", "C"], ["p"], ["p"], **kw)
+    c5 = evidence.closer("C10.5", more, "A", ["B", "C"], ["p"], ["p"], **kw5)
     assert _status(c5) == claims.NOT_REPRODUCED and "p vs C" in c5.note
     with pytest.raises(ValueError, match="at least one method"):
         evidence.closer("C10.1", rows, "A", [], ["p"], ["p"], part="closer", **kw)
@@ -124,19 +122,46 @@ def test_closer_with_a_bound_and_several_others(record_only, catalogue_rules):
         evidence.closer("C10.1", rows, "A", ["B"], ["p"], ["p"], **kw)
     catalogue_rules({"C10.5": [{"part": "competitive", "rule": "less", "bound": 0.0}]})
     with pytest.raises(ValueError, match="positive ratio"):
-        evidence.closer("C10.5", rows, "A", ["B"], ["p"], ["p"], **kw)
+        evidence.closer("C10.5", rows, "A", ["B"], ["p"], ["p"], **kw5)
     catalogue_rules({"C10.5": [{"part": "competitive", "rule": "greater", "bound": 1.25}]})
     with pytest.raises(ValueError, match="must be the rule 'less' with a fixed bound"):
-        evidence.closer("C10.5", rows, "A", ["B"], ["p"], ["p"], **kw)
+        evidence.closer("C10.5", rows, "A", ["B"], ["p"], ["p"], **kw5)
+
+
+def test_closer_compares_costs_in_flops_with_the_quantity_flops(record_only):
+    """C10.5's part ``scalability``: A's cost below B's reproduces it, above B's does not; the
+    distances play no part in it."""
+    rows = _rows({"p": 0.5})  # A closer than B...
+    for row in rows:  # ...but three times B's cost, seed by seed
+        row["flops"] = (
+            3e9 * (1 + 0.01 * row["settings"]["seed"]) if row["settings"]["method"] == "A" else 1e9
+        )
+    kw = dict(says_what="A costs less than B", part="scalability", quantity="flops")
+    costly = evidence.closer("C10.5", rows, "A", ["B"], ["p"], ["p"], **kw)
+    assert _status(costly) == claims.NOT_REPRODUCED and "costs in FLOPs" in costly.note
+    assert "ratio of costs" in costly.table
+    for row in rows:
+        row["flops"] /= 9.0 if row["settings"]["method"] == "A" else 1.0
+    assert _status(evidence.closer("C10.5", rows, "A", ["B"], ["p"], ["p"], **kw)) == (
+        claims.REPRODUCED
+    )
+    for row in rows:  # a cost fixed by the shapes: the same ratio on every seed, a point
+        row["flops"] = 2e9 if row["settings"]["method"] == "A" else 1e9
+    point = evidence.ratio_interval(rows, "p", "A", "B", "flops")
+    assert point["n"] == len(SEEDS) and point["low"] == point["ratio"] == point["high"]
+    assert point["ratio"] == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="quantity must be one of"):
+        evidence.distances(rows, "p", "A", quantity="seconds")
 
 
 def test_the_catalogues_bound_decides_the_same_evidence(record_only, catalogue_rules):
     """C10.5's evidence for a ratio of about 1.1 reproduces under the catalogue's bound 1.25
     and not under the bound 1: the check reads its bound from the catalogue."""
     item = evidence.closer(
-        "C10.5", _rows({"p": 1.1}), "A", ["B"], ["p"], ["p"], says_what="A is competitive"
-    )
-    assert item.part is None and item.bound is None  # C10.5 has one check, a fixed bound
+        "C10.5", _rows({"p": 1.1}), "A", ["B"], ["p"], ["p"], says_what="A is competitive",
+        part="competitive",
+    )  # fmt: skip
+    assert item.part == "competitive" and item.bound is None  # a fixed bound, the catalogue's
 
     def passes() -> bool:
         return claims.verdict(
@@ -172,6 +197,9 @@ def test_constraints_and_the_collapse_onto_the_map(record_only, monkeypatch):
     assert (entry["rule"], entry["bound"], entry["finding"]) == ("less", 0.05, "collapses-to-map")
     # broken: the null-space LA differs from the MAP where N·O ≥ P
     moved = [dict(r, w2=r["w2"] * 1.5) if r["settings"]["method"] == "NS" else r for r in same]
+    assert evidence.relative_gap(same, "wide", "NS", "MAP") == (len(SEEDS), 0.0)
+    assert evidence.relative_gap(moved, "wide", "NS", "MAP") == (len(SEEDS), pytest.approx(0.5))
+    assert evidence.relative_gap(same, "wide", "NS", "other") == (0, None)
     assert (
         _status(
             evidence.collapses("C10.3", "collapses-to-map", moved, "NS", "MAP", ["wide", "narrow"])

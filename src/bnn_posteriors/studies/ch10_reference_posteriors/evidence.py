@@ -69,9 +69,9 @@ def mixing_verdict(problem: str, reference_dir=None, sampler: str = "nuts") -> d
 def mixed(problem: str, reference_dir=None) -> bool:
     """Whether the committed reference of ``problem`` mixed at its test points by the verdict
     its record stored (the rule of the day it was built: every R-hat ≤ 1.01 and every bulk
-    ESS ≥ 400, :mod:`bnn_posteriors.evaluation.function_space`). The chapter's claims are
-    decided on the problems it passes until every scored problem has a second reference;
-    :func:`validated` judges by today's rule (:func:`mixing_verdict`)."""
+    ESS ≥ 400, :mod:`bnn_posteriors.evaluation.function_space`), which the chapter's text
+    reports. The claims are decided on the problems :func:`validated` passes, by today's rule
+    (:func:`mixing_verdict`)."""
     return bool(
         reference_store.read_reference(problem, reference_dir)[1]["mixing"]["test"]["mixed"]
     )
@@ -109,13 +109,24 @@ def validated(
     return {"validated": not reasons, "reasons": reasons}
 
 
-def distances(rows: Sequence[Mapping], problem: str, method: str) -> dict[int, float]:
-    """Seed → distance to the reference of ``method`` on ``problem`` (the parts that apply)."""
+#: What a ratio compares: ``"distance"`` to the reference (:func:`distance_metric`) or the cost
+#: in ``"flops"`` (gradient evaluations × one gradient's FLOPs + dense algebra), with its words.
+QUANTITIES = {"distance": "distances to the reference", "flops": "costs in FLOPs"}
+
+
+def distances(
+    rows: Sequence[Mapping], problem: str, method: str, quantity: str = "distance"
+) -> dict[int, float]:
+    """Seed → distance to the reference of ``method`` on ``problem`` (the parts that apply),
+    or another ``quantity`` of :data:`QUANTITIES` (``"flops"``: its cost)."""
+    if quantity not in QUANTITIES:
+        raise ValueError(f"quantity must be one of {sorted(QUANTITIES)}, got {quantity!r}")
     out = {}
     for row in rows:
         s = row["settings"]
         if s["problem"] == problem and s["method"] == method and row.get("applies", True):
-            out[int(s["seed"])] = float(row[distance_metric(row)])
+            key = distance_metric(row) if quantity == "distance" else quantity
+            out[int(s["seed"])] = float(row[key])
     return out
 
 
@@ -130,16 +141,22 @@ def applies(rows: Sequence[Mapping], problem: str, method: str) -> bool:
     )
 
 
-def ratio_interval(rows: Sequence[Mapping], problem: str, a: str, b: str) -> dict | None:
+def ratio_interval(
+    rows: Sequence[Mapping], problem: str, a: str, b: str, quantity: str = "distance"
+) -> dict | None:
     """The geometric-mean ratio d(a)/d(b) over the seeds both methods have on ``problem`` and
     its 95 % t-interval (exp of the interval of the paired log ratios): ``{"n", "ratio",
-    "low", "high"}``, or None with fewer than two paired seeds."""
-    da, db = distances(rows, problem, a), distances(rows, problem, b)
+    "low", "high"}``, or None with fewer than two paired seeds. ``quantity``: what d is
+    (:data:`QUANTITIES`)."""
+    da, db = distances(rows, problem, a, quantity), distances(rows, problem, b, quantity)
     seeds = sorted(set(da) & set(db))
     if len(seeds) < 2:
         return None
     logs = np.log([da[s] for s in seeds]) - np.log([db[s] for s in seeds])
-    mean, low, high = diagnostics.mean_interval(logs, level=LEVEL)
+    if np.ptp(logs) == 0.0:  # the same ratio on every seed (a cost fixed by the shapes)
+        mean = low = high = float(logs[0])
+    else:
+        mean, low, high = diagnostics.mean_interval(logs, level=LEVEL)
     return {
         "n": len(seeds),
         "ratio": float(np.exp(mean)),
@@ -160,10 +177,12 @@ def closer(
     says_what: str,
     committed: str | None = None,
     glue_prefix: str | None = None,
+    quantity: str = "distance",
 ) -> Evidence:
     """The evidence that ``a``'s distance to the reference is below the bound times each of
-    ``others``' on every problem of ``deciding`` (the problems whose reference mixed, a subset
-    of ``problem_names``; the rest are shown but decide nothing).
+    ``others``' on every problem of ``deciding`` (the problems whose reference is validated,
+    a subset of ``problem_names``; the rest are shown but decide nothing). ``quantity``
+    ``"flops"`` compares the methods' costs instead (:data:`QUANTITIES`).
 
     The rule and the bound are the catalogue's check ``part`` of ``claim``
     (:func:`.claims.checking.catalogue_check`; ``part`` may be left out when the claim has one
@@ -197,7 +216,7 @@ def closer(
     glue: dict[str, float] = {}
     for problem in problem_names:
         for b in others:
-            r = ratio_interval(rows, problem, a, b)
+            r = ratio_interval(rows, problem, a, b, quantity)
             decides = problem in deciding and r is not None
             if r is None:
                 cells = ["–", "–", "fewer than two paired seeds"]
@@ -210,7 +229,7 @@ def closer(
                 cells = [
                     str(r["n"]),
                     f"{r['ratio']:.3g} [{r['low']:.3g}, {r['high']:.3g}]",
-                    side if decides else "(reference not mixed: shown only)",
+                    side if decides else "(not a deciding problem: shown only)",
                 ]
             table_rows.append([problem, b, *cells])
             if r is not None and problem in deciding:
@@ -224,7 +243,7 @@ def closer(
         "problem",
         f"{a} vs",
         "seeds",
-        f"ratio of distances ({LEVEL:.0%} interval)",
+        f"ratio of {QUANTITIES[quantity].split()[0]} ({LEVEL:.0%} interval)",
         f"against the bound {bound:g}",
     ]
     table = tables.markdown_table(header, table_rows)
@@ -238,7 +257,7 @@ def closer(
     if pending:
         gate = Gate(
             False,
-            f"scores still to run on a mixed reference: {', '.join(pending)}",
+            f"scores still to run on a validated reference: {', '.join(pending)}",
             "the missing parts (bnn-posteriors scores --profile full)",
         )
         value = highs if decided else np.array([np.nan])
@@ -246,10 +265,10 @@ def closer(
     elif not decided:
         gate = Gate(
             False,
-            f"no problem with a mixed reference where {a} and "
-            f"{', '.join(others)} both have scored seeds (problems: {list(problem_names)}, "
-            f"mixed: {list(deciding)})",
-            f"a mixed reference on a problem where {a} applies, and its scored seeds",
+            f"no deciding problem (a validated reference, and what the claim needs of the "
+            f"problem) where {a} and {', '.join(others)} both have scored seeds (problems: "
+            f"{list(problem_names)}, deciding: {list(deciding)})",
+            f"a deciding problem where {a} applies, and its scored seeds",
         )
         value = np.array([np.nan])
         labels = ["no pair"]
@@ -268,19 +287,19 @@ def closer(
     )
     note = (
         f"upper ends of the {LEVEL:.0%} t-intervals of the geometric-mean ratio of "
-        f"distances to the reference d({a})/d(b) over paired seeds, on the problems whose "
-        f"reference mixed ({', '.join(deciding) or 'none'}): {pairs or 'none'}; "
+        f"{QUANTITIES[quantity]} d({a})/d(b) over paired seeds, on the deciding problems "
+        f"({', '.join(deciding) or 'none'}): {pairs or 'none'}; "
         f"above the bound {bound:g}: {above or 'none'}"
     )
     verdict = (
         "holds" if decided and not above and not straddle else "fails" if above else "undecided"
     )
     says = (
-        f"{says_what}: {verdict} on the mixed references "
+        f"{says_what}: {verdict} on the deciding problems "
         f"({', '.join(deciding) or 'none'}); largest upper end "
         f"{highs.max():.3g} against the bound {bound:g}"
         if decided
-        else f"{says_what}: no mixed reference to decide it on"
+        else f"{says_what}: no deciding problem"
     )
     return Evidence(
         claim,
@@ -303,6 +322,18 @@ def constraints(problem: str) -> tuple[int, int]:
     return prob.num_params, prob.num_constraints
 
 
+def relative_gap(rows: Sequence[Mapping], problem: str, a: str, b: str) -> tuple[int, float | None]:
+    """``(number of paired seeds, the largest |d(a) − d(b)| / d(b) over them)`` on ``problem``
+    (None with no paired seed): how far ``a``'s distance to the reference lies from ``b``'s.
+    The null-space LA reaches beyond the MAP's predictive only where this gap is more than
+    the round-off of the distances (:func:`collapses`)."""
+    da, db = distances(rows, problem, a), distances(rows, problem, b)
+    seeds = sorted(set(da) & set(db))
+    if not seeds:
+        return 0, None
+    return len(seeds), max(abs(da[s] - db[s]) / db[s] for s in seeds)
+
+
 def collapses(
     claim: str,
     part: str,
@@ -323,18 +354,16 @@ def collapses(
     table_rows, worst = [], {}
     for problem in problem_names:
         num_params, outputs = constraints(problem)
-        da, db = distances(rows, problem, a), distances(rows, problem, b)
-        seeds = sorted(set(da) & set(db))
-        rel = [abs(da[s] - db[s]) / db[s] for s in seeds]
-        if outputs >= num_params and rel:
-            worst[problem] = max(rel)
+        seeds, gap = relative_gap(rows, problem, a, b)
+        if outputs >= num_params and gap is not None:
+            worst[problem] = gap
         table_rows.append(
             [
                 problem,
                 str(num_params),
                 str(outputs),
-                str(len(seeds)),
-                f"{max(rel):.2g}" if rel else "–",
+                str(seeds),
+                f"{gap:.2g}" if gap is not None else "–",
             ]
         )
     header = ["problem", "P", "N·O", "seeds", f"max |d({a}) − d({b})| / d({b})"]
