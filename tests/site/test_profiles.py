@@ -253,19 +253,3 @@ def test_settings_of_a_class_are_its_chapters_settings():
     assert cfg == profiles.settings("06_metricbnn", "full")
     with pytest.raises(ValueError, match="Settings is not the settings class of any chapter"):
         profiles.settings_of(profiles.Settings)
-
-
-def test_mams_settings_take_a_problems_own_entries_else_the_profiles():
-    full = profiles.settings("10_reference_posteriors", "full")
-    assert set(full.mams_by_problem) <= set(full.problems)  # an entry names a chapter's problem
-    own = {"snelson_gap": {"num_samples": 8000, "num_kept": 200, "integration_steps": 128}}
-    cfg = dataclasses.replace(full, mams_by_problem=own)
-    for problem in cfg.problems:
-        got = cfg.mams_settings(problem)
-        for key in ("num_warmup", "num_samples", "num_kept"):
-            assert got[key] == own.get(problem, {}).get(key, getattr(cfg, key))
-    assert cfg.mams_settings("snelson_gap")["integration_steps"] == 128.0
-    assert cfg.mams_settings("banana")["integration_steps"] == cfg.mams_integration_steps
-    bad = dataclasses.replace(cfg, mams_by_problem={"banana": {"num_draws": 5}})
-    with pytest.raises(ValueError, match="unknown settings"):
-        bad.mams_settings("banana")

@@ -183,10 +183,6 @@ def run_reference(
         if out is None and cfg.results is None:
             raise ValueError(f"profile {cfg.profile} names no results folder: pass --out")
         folder = out or parts.committed_dir(cfg.results)
-        own = cfg.mams_settings(problem)  # the profile's settings, or the problem's own for MAMS
-        if sampler != "mams":
-            own = {"num_warmup": cfg.num_warmup, "num_samples": cfg.num_samples,
-                   "num_kept": cfg.num_kept}  # fmt: skip
         print(
             f"reference {problem} by {sampler} (profile {cfg.profile}, {n_chains} chains on "
             f"{jax.device_count()} device(s)) -> {folder}",
@@ -196,16 +192,16 @@ def run_reference(
             problem,
             seed=cfg.seed if seed is None else seed,
             num_chains=n_chains,
-            num_warmup=warmup or int(own["num_warmup"]),
-            num_samples=draws or int(own["num_samples"]),
-            num_kept=kept or int(own["num_kept"]),
+            num_warmup=warmup or cfg.num_warmup,
+            num_samples=draws or cfg.num_samples,
+            num_kept=kept or cfg.num_kept,
             chunk_size=chunk or cfg.chunk_size,
             target_acceptance_rate=(
                 cfg.mams_target_acceptance_rate if sampler == "mams" else cfg.target_acceptance_rate
             ),
             max_num_doublings=cfg.max_num_doublings,
             sampler=sampler,
-            integration_steps=own["integration_steps"] if sampler == "mams" else None,
+            integration_steps=cfg.mams_integration_steps if sampler == "mams" else None,
             initial_step_size=cfg.mams_initial_step_size if sampler == "mams" else None,
             out=folder,
             cache=cache or cfg.cache,

@@ -388,7 +388,6 @@ class ReferencePosteriorsSettings(Settings):
     max_num_doublings: int
     mams_target_acceptance_rate: float
     mams_integration_steps: float
-    mams_by_problem: Mapping[str, Mapping[str, float]]
     mams_initial_step_size: float
     score_problems: tuple[str, ...]
     score_results: str
@@ -411,21 +410,6 @@ class ReferencePosteriorsSettings(Settings):
     cache: bool
     score_seeds: tuple[int, ...]
     methods: Mapping[str, Mapping[str, Any]]
-
-    def mams_settings(self, problem: str) -> dict[str, float]:
-        """The settings of ``problem``'s MAMS reference: ``integration_steps``,
-        ``num_warmup``, ``num_samples`` and ``num_kept``, the profile's unless
-        ``mams_by_problem`` gives the problem its own (ValueError for an unknown key)."""
-        own = dict(self.mams_by_problem.get(problem, {}))
-        out: dict[str, float] = {
-            "integration_steps": float(self.mams_integration_steps),
-            "num_warmup": self.num_warmup,
-            "num_samples": self.num_samples,
-            "num_kept": self.num_kept,
-        }
-        if unknown := sorted(set(own) - set(out)):
-            raise ValueError(f"mams_by_problem.{problem}: unknown settings {unknown}")
-        return {k: type(v)(own.get(k, v)) for k, v in out.items()}
 
 
 # The class of each chapter's settings file
