@@ -391,8 +391,6 @@ class ReferencePosteriorsSettings(Settings):
     mams_initial_step_size: float
     score_problems: tuple[str, ...]
     score_results: str
-    null_space_problems: tuple[str, ...]
-    null_space_methods: tuple[str, ...]
     floor_draws: int
     floor_splits: int
     validation_results: str

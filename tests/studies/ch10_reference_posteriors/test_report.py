@@ -178,6 +178,11 @@ def test_figures(refs):
     fig = figures.fidelity_vs_cost(rows, ["r1", "c2"], {"r1": {"w2": 0.03}})
     assert len(fig.axes) == 2 and fig.axes[0].get_xscale() == "log"
     plt.close(fig)
+    # wrapped: three problems two a row leave the last panel empty and hidden
+    fig = figures.fidelity_vs_cost(rows, ["r1", "c2", "zz"], {}, columns=2)
+    titles = [ax.get_title() for ax in fig.axes if ax.axison]
+    assert len(fig.axes) == 4 and titles == ["r1", "c2", "zz: no scored parts"]
+    plt.close(fig)
     fig = figures.regression_bands(
         arrays["r1"], rows, "r1", ["MAP", "MFVI", "NUTS"], seed=0, ncols=2
     )

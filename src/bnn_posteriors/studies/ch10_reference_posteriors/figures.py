@@ -14,20 +14,24 @@ from bnn_posteriors.studies.ch10_reference_posteriors.report import LABELS
 
 
 def fidelity_vs_cost(
-    rows: Sequence[Mapping], problem_names: Sequence[str], floors: Mapping[str, Mapping]
+    rows: Sequence[Mapping],
+    problem_names: Sequence[str],
+    floors: Mapping[str, Mapping],
+    columns: int = 3,
 ):
-    """One panel per problem: each method's distance to the reference (mean and 95 % interval
-    over seeds) against its cost in FLOPs, both on log axes; the dashed line is the
-    reference's floor (its two halves of chains). Returns the figure."""
-    fig, axes = plt.subplots(
-        1,
-        len(problem_names),
-        figsize=(4.6 * len(problem_names), 4.2),
-        squeeze=False,
-        layout="constrained",
+    """One panel per problem, ``columns`` a row: each method's distance to the reference (mean
+    and 95 % interval over seeds) against its cost in FLOPs, both on log axes; the dashed line
+    is the reference's floor (its two halves of chains). Returns the figure."""
+    ncols = min(columns, len(problem_names))
+    nrows = -(-len(problem_names) // ncols)
+    fig, grid = plt.subplots(
+        nrows, ncols, figsize=(4.6 * ncols, 4.2 * nrows), squeeze=False, layout="constrained"
     )
+    axes = grid.ravel()
+    for ax in axes[len(problem_names) :]:
+        ax.set_axis_off()  # the last row's empty panels
     methods = list(score.METHODS)
-    for ax, problem in zip(axes[0], problem_names, strict=True):
+    for ax, problem in zip(axes, problem_names, strict=False):
         mine = [r for r in rows if r["settings"]["problem"] == problem and r.get("applies", True)]
         if not mine:
             ax.set_title(f"{problem}: no scored parts")
@@ -57,7 +61,7 @@ def fidelity_vs_cost(
         ax.set_ylabel(f"{LABELS[metric].split()[0]} to the reference")
         ax.set_title(problem)
     handles, labels = {}, []
-    for ax in axes[0]:
+    for ax in axes:
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
             if lab not in handles:
                 handles[lab] = h
