@@ -87,11 +87,17 @@ def test_only_the_sparse_problems_have_a_null_space(shared):
         sizes[name] = (prob.num_params, prob.num_constraints)
         assert prob.sparse == name.endswith("_sparse"), (name, sizes[name])
     assert sizes["snelson_sparse"] == (141, 30) and sizes["banana_sparse"] == (162, 60)
+    assert sizes["digits_sparse"] == (442, 300)
     assert sizes["digits"] == (16 * 16 + 16 + 16 * 10 + 10, 5000)
 
 
 def test_sparse_problems_are_subsets_with_the_same_network_and_test_set(shared):
-    for dense_name, sparse_name in (("snelson_gap", "snelson_sparse"), ("banana", "banana_sparse")):
+    pairs = (
+        ("snelson_gap", "snelson_sparse"),
+        ("banana", "banana_sparse"),
+        ("digits", "digits_sparse"),
+    )
+    for dense_name, sparse_name in pairs:
         dense, sparse = problems.problem(dense_name), problems.problem(sparse_name)
         assert sparse.spec == dense.spec and sparse.name == sparse_name
         np.testing.assert_array_equal(sparse.x_test, dense.x_test)
@@ -101,6 +107,7 @@ def test_sparse_problems_are_subsets_with_the_same_network_and_test_set(shared):
         assert all(tuple(r) in rows for r in sparse.x_train.tolist())
     banana_sparse = problems.problem("banana_sparse")
     assert np.bincount(banana_sparse.y_train).tolist() == [17, 13]  # stratified: 153 : 112
+    assert np.bincount(problems.problem("digits_sparse").y_train).tolist() == [3] * 10
 
 
 def test_pool_digits_averages_blocks():

@@ -18,11 +18,13 @@ low-dimensional problems, a grid for the figures). :func:`problem` looks one up 
   (:func:`~bnn_posteriors.data.loaders.load_banana`).
 - ``digits``: scikit-learn's bundled 8×8 digits (no download), average-pooled to 4×4, ten
   classes.
-- ``snelson_sparse`` and ``banana_sparse``: the same networks on few training points, so that
-  the network has more parameters than the training set has outputs (P > N·O,
-  :attr:`Problem.sparse`). The GGN then has a null space (its rank is at most N·O), and the
-  null-space Laplace approximation, VIKING's kernel part and the Laplace diffusion differ from
-  the MAP; on the other problems N·O ≥ P and the null space is empty.
+- ``snelson_sparse``, ``banana_sparse`` and ``digits_sparse``: the same networks on few
+  training points, so that the network has more parameters than the training set has outputs
+  (P > N·O, :attr:`Problem.sparse`). The GGN then has a null space (its rank is at most N·O),
+  and the null-space Laplace approximation, VIKING's kernel part and the Laplace diffusion
+  differ from the MAP; on the other problems N·O ≥ P and the null space is empty. On
+  ``digits_sparse`` the null space also reaches the test points: its 30 images of 16 pixels
+  leave directions of the first layer that no training image sees.
 
 Every regression samples its noise scale (log σ ~ N(0, 1)); every network has tanh hidden
 units (a smooth potential for NUTS) and a N(0, 1) prior on every weight and bias.
@@ -286,6 +288,17 @@ def banana_sparse() -> Problem:
     )
 
 
+def digits_sparse() -> Problem:
+    """:func:`digits` on 30 of its 500 training images, 3 per class (P = 442 > N·O = 300):
+    the same network and test images."""
+    return _sparse(
+        digits(),
+        "digits_sparse",
+        "scikit-learn digits pooled to 4×4 on 30 training images, 3 per class",
+        stratify=True,
+    )
+
+
 PROBLEMS: dict[str, Callable[[], Problem]] = {
     "snelson_gap": snelson_gap,
     "energy_gap": energy_gap,
@@ -293,6 +306,7 @@ PROBLEMS: dict[str, Callable[[], Problem]] = {
     "digits": digits,
     "snelson_sparse": snelson_sparse,
     "banana_sparse": banana_sparse,
+    "digits_sparse": digits_sparse,
 }
 
 
