@@ -22,9 +22,11 @@ low-dimensional problems, a grid for the figures). :func:`problem` looks one up 
   training points, so that the network has more parameters than the training set has outputs
   (P > N·O, :attr:`Problem.sparse`). The GGN then has a null space (its rank is at most N·O),
   and the null-space Laplace approximation, VIKING's kernel part and the Laplace diffusion
-  differ from the MAP; on the other problems N·O ≥ P and the null space is empty. On
-  ``digits_sparse`` the null space also reaches the test points: its 30 images of 16 pixels
-  leave directions of the first layer that no training image sees.
+  differ from the MAP; on the other problems N·O ≥ P and the null space is empty. Only on
+  ``digits_sparse`` does the null space reach the test points: at a MAP of seed 0,
+  ‖J_test P_ker‖ / ‖J_test‖ is 0.21 there, against 4e-4 (snelson_sparse) and 1e-6
+  (banana_sparse); a guess at why, not measured: with inputs of one or two dimensions the
+  Jacobian at a test input lies close to the span of its training neighbours'.
 
 Every regression samples its noise scale (log σ ~ N(0, 1)); every network has tanh hidden
 units (a smooth potential for NUTS) and a N(0, 1) prior on every weight and bias.
