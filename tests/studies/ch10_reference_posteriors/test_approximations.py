@@ -225,8 +225,12 @@ def test_tune_prior_false_keeps_the_problems_prior_precision(monkeypatch):
     assert seen["projected"] != pytest.approx(0.25)  # the evidence's α
     ap.viking(KEY, prob, tune_prior=False, num_steps=2, num_mc_samples=2, **small)
     assert seen["viking"] == (False, pytest.approx(np.log(0.25)))
-    ap.viking(KEY, prob, num_steps=2, num_mc_samples=2, **small)
+    ap.viking(KEY, prob, tune_prior=True, num_steps=2, num_mc_samples=2, **small)
     assert seen["viking"][0] is True
+    ap.viking(KEY, prob, num_steps=2, num_mc_samples=2, **small)  # the default: the declared α
+    assert seen["viking"] == (False, pytest.approx(np.log(0.25)))
+    ap.null_space_laplace(KEY, prob, **small)
+    assert seen["projected"] == pytest.approx(0.25)
     with pytest.raises(TypeError, match="tune_prior must be true or false"):
         ap.null_space_laplace(KEY, prob, tune_prior="no", **small)
 

@@ -3,10 +3,13 @@ resumed parts, methods that do not apply, and the leaderboard over seeds."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
 from bnn_posteriors.models.numpyro_models import MLP
+from bnn_posteriors.site import profiles
 from bnn_posteriors.store import reference as store
 from bnn_posteriors.studies.ch10_reference_posteriors import problems, score
 from bnn_posteriors.studies.ch10_reference_posteriors.fits import DoesNotApply, MethodFit
@@ -66,6 +69,7 @@ def test_reference_predictive_and_names():
     with pytest.raises(ValueError, match="no predictive at the points 'val'"):
         score.reference_predictive(arrays, "val")
     assert score.part_name("banana", "MILE, 10 chains", 3) == "banana__mile__10_chains__s3"
+    assert score.part_name("p", "LA, α tuned", 0).isascii()  # file names stay ASCII
     banana, digits = (score.method_key(0, p) for p in ("banana", "digits"))
     assert not np.array_equal(banana, digits)
     assert not np.array_equal(banana, score.method_key(1, "banana"))
@@ -180,3 +184,23 @@ def test_leaderboard_of_a_constant_is_an_interval_of_width_zero():
     ]
     entry = score.leaderboard(rows, ["flops", "w2"])[("p", "m")]
     assert entry["flops"] == (7.0, 7.0, 7.0) and entry["w2"][1] < entry["w2"][2]
+
+
+@pytest.mark.parametrize("profile", ["quick", "full"])
+def test_every_method_row_approximates_the_declared_posterior(profile):
+    """One target per problem: each method that can tune the prior's precision (its function
+    takes ``tune_prior``) says so in its row, holds α at the problem's in the row of its own
+    name and tunes it only in a row labelled as tuned, which no claim compares."""
+    cfg = profiles.settings("10_reference_posteriors", profile)
+    assert set(cfg.methods) == set(score.METHODS)
+    tuned = {"tuned prior", "learned prior"}
+    for method, settings in cfg.methods.items():
+        takes = "tune_prior" in inspect.signature(score.METHODS[method]).parameters
+        labelled = any(method.endswith(", " + t) for t in tuned)
+        if takes:
+            assert settings.get("tune_prior") is labelled, method
+        else:
+            assert not labelled, method
+        if labelled:
+            assert method not in cfg.single_mode, method
+            assert method.split(", ")[0] in cfg.methods  # its untuned row is scored beside it

@@ -529,14 +529,14 @@ def null_space_laplace(
     noise_rounds: int = 2,
     num_samples: int = 200,
     rtol: float | None = None,
-    tune_prior: bool = True,
+    tune_prior: bool = False,
 ) -> MethodFit:
     """The projected posterior N(θ̂, α⁻¹ P_ker) of [NS] and its linearised predictive draws.
 
     As chapter 9 (``studies/ch09_ggn_null_space/study.py``, ``fit`` and ``projected_study``):
-    the MAP, its GGN Laplace with α chosen by the Laplace evidence
-    (:func:`.laplace.optimise_prior_precision`; ``tune_prior=False``: the problem's own prior
-    precision 1/prior_scale², the posterior every other method approximates), the dense
+    the MAP, its GGN Laplace at the problem's own prior precision α = 1/prior_scale² (the
+    posterior every other method approximates; ``tune_prior=True``: α chosen by the Laplace
+    evidence, :func:`.laplace.optimise_prior_precision`, as [NS]'s experiments do), the dense
     :func:`.ggn_null_space.kernel_projector` of the training Jacobian J (N·O, P) (singular
     values at most ``rtol``·σ_max count as zero; None: float32 round-off, max(N·O, P)·eps),
     θ_s from :func:`.ggn_null_space.projected_samples` and f = f(x; θ̂) + J_x(θ_s − θ̂).
@@ -575,17 +575,17 @@ def viking(
     num_mc_samples: int = 8,
     num_samples: int = 200,
     rtol: float | None = None,
-    tune_prior: bool = True,
+    tune_prior: bool = False,
 ) -> MethodFit:
     """VIKING ([VK]): :func:`.viking.fit_viking` from the MAP (chapter 9's warm start,
     ``studies/ch09_ggn_null_space/viking.py``), draws of its linearised predictive.
 
-    q = N(θ̂, σ_ker² P_ker + σ_im² (I − P_ker)), θ̂, α = σ_ker⁻² and σ_im trained on the
-    linearised ELBO (regression σ fixed to the MAP's); ``tune_prior=False`` holds α at the
-    problem's prior precision 1/prior_scale² (the posterior every other method approximates)
-    and trains θ̂ and σ_im only. The draws are f(x; θ̂) + J_x Δ_s with
-    Δ_s the kernel and image parts of :func:`.viking.sample_parts` (the Gaussian whose
-    marginals :func:`.viking.linearised_predictive` gives). ``rtol`` as :func:`null_space_laplace`.
+    q = N(θ̂, σ_ker² P_ker + σ_im² (I − P_ker)), θ̂ and σ_im trained on the linearised ELBO
+    (regression σ fixed to the MAP's), α = σ_ker⁻² held at the problem's prior precision
+    1/prior_scale² (the posterior every other method approximates); ``tune_prior=True``
+    learns α as well, as [VK] does. The draws are f(x; θ̂) + J_x Δ_s with Δ_s the kernel and
+    image parts of :func:`.viking.sample_parts` (the Gaussian whose marginals
+    :func:`.viking.linearised_predictive` gives). ``rtol`` as :func:`null_space_laplace`.
     Cost: the MAP's steps + ``num_steps`` × (``num_mc_samples`` + 1) + 2·N·O (the Jacobians at
     the start and the end); extra: two SVDs of J.
 
@@ -634,7 +634,7 @@ def _viking_fit(
     learning_rate,
     num_mc_samples,
     rtol,
-    tune_prior=True,
+    tune_prior=False,
 ):
     """The MAP (key ``k_map``) and VIKING fitted from it (``k_fit``):
     ``(posterior, model_fn, sigma)``; ``tune_prior`` False holds α at 1/prior_scale²."""

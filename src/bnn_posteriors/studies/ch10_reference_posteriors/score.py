@@ -39,7 +39,9 @@ METHODS: dict[str, Callable[..., MethodFit]] = {
     "sampled LA": approximations.sampled_laplace,
     "linearised LA": approximations.linearised_laplace,
     "null-space LA": approximations.null_space_laplace,
+    "null-space LA, tuned prior": approximations.null_space_laplace,
     "VIKING": approximations.viking,
+    "VIKING, learned prior": approximations.viking,
     "MetricBNN": samplers.metricbnn,
     "deep ensemble": samplers.deep_ensemble,
     "MILE, 1 chain": functools.partial(samplers.mile, num_chains=1),
@@ -118,7 +120,7 @@ def score_fit(prob: problems.Problem, reference: Mapping, fit: MethodFit) -> dic
 
 def part_name(problem: str, method: str, seed: int) -> str:
     """The file stem of one part: ``<problem>__<method slug>__s<seed>``."""
-    slug = "".join(c if c.isalnum() else "_" for c in method.lower()).strip("_")
+    slug = "".join(c if c.isascii() and c.isalnum() else "_" for c in method.lower()).strip("_")
     return f"{problem}__{slug}__s{seed}"
 
 
