@@ -239,7 +239,7 @@ def run_scores(
         cfg = profiles.settings_of(ReferencePosteriorsSettings, profile)
         unknown = sorted(set(methods or ()) - set(cfg.methods))
         if unknown:
-            raise ValueError(f"unknown methods {unknown}; the methods are {', '.join(cfg.methods)}")
+            raise ValueError(f"unknown methods {unknown}; the methods are {'; '.join(cfg.methods)}")
         chosen = {m: s for m, s in cfg.methods.items() if not methods or m in methods}
         folder = out or parts.committed_dir(cfg.score_results)
         print(f"scores (profile {cfg.profile}) -> {folder}", flush=True)

@@ -157,7 +157,7 @@ def score(
     ``applies: False`` and the reason.
     """
     if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; the methods are {', '.join(METHODS)}")
+        raise ValueError(f"unknown method {method!r}; the methods are {'; '.join(METHODS)}")
     arrays, record = committed_reference(problem, reference_dir)
     settings_of_part = part_settings(problem, method, seed, settings, record["sha256"])
 
