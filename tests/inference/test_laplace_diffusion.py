@@ -77,6 +77,43 @@ def test_diffusion_has_the_laplace_covariance_on_its_subspace(linear, project):
     assert (np.abs(kernel_part).max() < 1e-8) == project
 
 
+def linear_logits(theta, x):  # two classes: logits x W, W = θ as (d, 2)
+    return x @ theta.reshape(x.shape[1], 2)
+
+
+@pytest.mark.slow
+def test_categorical_diffusion_uses_the_softmax_hessian(x64):
+    """Softmax is invariant to adding one vector to every class's weights, so those directions
+    are in the categorical GGN's kernel (they are not in the Gaussian one's): the categorical
+    diffusion never moves along them, and its step on the image has the Laplace covariance."""
+    x = jax.random.normal(jax.random.PRNGKey(0), (3, 4), dtype=jnp.float64)
+    theta = jax.random.normal(jax.random.PRNGKey(1), (8,), dtype=jnp.float64)
+    shared = np.kron(np.eye(4), np.ones((2, 1))) / np.sqrt(2)  # (8, 4): w added to both classes
+    kw = dict(prior_precision=ALPHA, rank=3, num_steps=1, num_samples=3000)
+    cat = ld.laplace_diffusion(
+        jax.random.PRNGKey(2), linear_logits, theta, x, noise_scale=None,
+        likelihood="categorical", **kw,
+    )  # fmt: skip
+    delta = np.asarray(cat - theta)
+    assert np.abs(delta @ shared).max() < 1e-8
+    p = np.asarray(jax.nn.softmax(linear_logits(theta, x)))
+    jac = np.stack([np.kron(x[i], np.eye(2)) for i in range(3)])  # (3, 2, 8): ∂f_i/∂θ
+    hess = np.stack([np.diag(q) - np.outer(q, q) for q in p])
+    ggn = np.einsum("iap,iab,ibq->pq", jac, hess, jac)
+    lam, vecs = np.linalg.eigh(ggn)
+    u = vecs[:, -3:]  # its image: rank 3 (n = 3 points, one free logit each)
+    expected = u @ np.diag(1.0 / (lam[-3:] + ALPHA)) @ u.T
+    np.testing.assert_allclose(delta.T @ delta / 3000, expected, atol=0.08 * np.abs(expected).max())
+    gauss = ld.laplace_diffusion(
+        jax.random.PRNGKey(2), linear_logits, theta, x, noise_scale=1.0, **kw
+    )
+    assert np.abs(np.asarray(gauss - theta) @ shared).max() > 1e-3  # the Gaussian GGN's image
+    with pytest.raises(ValueError, match="unknown likelihood"):
+        ld.laplace_diffusion(
+            jax.random.PRNGKey(0), linear_logits, theta, x, noise_scale=1.0, likelihood="t", **kw
+        )
+
+
 def test_laplace_diffusion_rejects_bad_input(linear):
     x, theta, _, _ = linear
     kw = dict(prior_precision=ALPHA, noise_scale=SIGMA, num_steps=2, num_samples=2)
@@ -103,3 +140,12 @@ def test_image_rank_counts_eigenvalues_above_the_tolerance():
     assert ld.image_rank(np.array([1.0, 1e-3, 1e-13, 0.0]), rtol=1e-6) == 2
     with pytest.raises(ValueError, match="non-empty"):
         ld.image_rank(np.array([]), rtol=1e-6)
+
+
+def test_data_rank_counts_eigenvalues_above_the_prior_precision():
+    assert ld.data_rank(np.array([5.0, 2.0, 1.0, 0.5]), prior_precision=1.0) == 2
+    assert ld.data_rank(np.array([0.1, 0.2]), prior_precision=1.0) == 1  # at least one
+    with pytest.raises(ValueError, match="non-empty"):
+        ld.data_rank(np.array([]), prior_precision=1.0)
+    with pytest.raises(ValueError, match="prior_precision"):
+        ld.data_rank(np.array([1.0]), prior_precision=0.0)

@@ -72,8 +72,9 @@ def _check_vector(name: str, v, size: int, where: str):
     return v
 
 
-def _output_hessian_vp(outputs, u, likelihood: str, noise_scale: float):
-    """Λ u per point: u/σ² (Gaussian) or diag(p)u − p(pᵀu) (categorical, p = softmax f)."""
+def output_hessian_vp(outputs, u, likelihood: str, noise_scale: float):
+    """Λ u per point, the Hessian of the negative log-likelihood in the outputs f (n, O) times
+    u (n, O): u/σ² (Gaussian) or diag(p)u − p(pᵀu) (categorical, p = softmax f). Traceable."""
     if likelihood == "gaussian":
         return u / noise_scale**2
     p = jax.nn.softmax(outputs, axis=-1)
@@ -97,7 +98,7 @@ def ggn_vp(
 def _ggn_vp(model_fn, theta, x, v, likelihood, noise_scale):
     outputs, jv = jax.jvp(lambda t: model_fn(t, x), (theta,), (v,))
     _, vjp = jax.vjp(lambda t: model_fn(t, x), theta)
-    return vjp(_output_hessian_vp(outputs, jv, likelihood, noise_scale))[0]
+    return vjp(output_hessian_vp(outputs, jv, likelihood, noise_scale))[0]
 
 
 def training_jacobian(model_fn: Callable, theta, x):

@@ -32,8 +32,10 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from matfree import decomp
 
+from bnn_posteriors.inference import ggn_null_space
 from bnn_posteriors.util import validate
 from bnn_posteriors.util.validate import positive, positive_int
 
@@ -69,10 +71,13 @@ def diffusion_increment(
     rank: int,
     step_size,
     project: bool = True,
+    likelihood: str = "gaussian",
 ):
     """One Euler step's increment √h · U (Λ + α)^{-1/2} ε at θ (P,), from the GGN at θ.
 
-    (U, Λ): :func:`lanczos_eigenpairs` of G(θ) = Jᵀ J / σ², GGN-vector products as in
+    (U, Λ): :func:`lanczos_eigenpairs` of G(θ) = Jᵀ H J (H = I/σ² for the Gaussian
+    likelihood, diag(p) − ppᵀ per point for the categorical one:
+    :func:`.ggn_null_space.output_hessian_vp`), GGN-vector products as in
     :func:`.ggn_null_space.ggn_vp` (a ``jvp`` then a ``vjp``, here linearised once per step),
     started at G z for a Gaussian z, so that the Krylov space, and U, lie in G's image (a
     start with a kernel part would put one Ritz vector, with a Ritz value near 0 and so the
@@ -85,11 +90,11 @@ def diffusion_increment(
     def f(t):
         return model_fn(t, x)
 
-    _, jvp = jax.linearize(f, theta)  # J v and Jᵀ u at θ, the forward pass done once
+    outputs, jvp = jax.linearize(f, theta)  # J v and Jᵀ u at θ, the forward pass done once
     _, vjp = jax.vjp(f, theta)
 
-    def ggn(v):  # Jᵀ Λ J v with Λ = I/σ², as :func:`.ggn_null_space.ggn_vp`
-        return vjp(jvp(v) / noise_scale**2)[0]
+    def ggn(v):  # Jᵀ H J v, as :func:`.ggn_null_space.ggn_vp`
+        return vjp(ggn_null_space.output_hessian_vp(outputs, jvp(v), likelihood, noise_scale))[0]
 
     lam, u = lanczos_eigenpairs(ggn, ggn(start), rank)  # K_k(G, Gz) lies in the image of G
     lam = jnp.clip(lam, 0.0)  # round-off below 0 on the kernel
@@ -108,18 +113,20 @@ def laplace_diffusion(
     x,
     *,
     prior_precision: float,
-    noise_scale: float,
+    noise_scale: float | None,
     rank: int,
     num_steps: int,
     num_samples: int,
     project: bool = True,
+    likelihood: str = "gaussian",
 ):
     """[RI] §5's Laplace diffusion from the MAP θ̂ (P,): ``num_samples`` endpoints, (S, P).
 
     T = ``num_steps`` Euler steps of size h = 1/T, each :func:`diffusion_increment` at the
-    current θ_t with rank k = ``rank`` and α = ``prior_precision`` (Gaussian likelihood,
-    σ = ``noise_scale``). The samples run in parallel (``vmap``), the steps in a
-    ``lax.scan``. ``project=False`` gives the unprojected (sampled-LA) diffusion.
+    current θ_t with rank k = ``rank`` and α = ``prior_precision``; ``likelihood``
+    ``"gaussian"`` (σ = ``noise_scale``) or ``"categorical"`` (logits; ``noise_scale`` None).
+    The samples run in parallel (``vmap``), the steps in a ``lax.scan``. ``project=False``
+    gives the unprojected (sampled-LA) diffusion.
     """
     where = "laplace_diffusion"
     theta = jnp.asarray(theta)
@@ -128,7 +135,8 @@ def laplace_diffusion(
     validate.finite("theta", theta, where=where)
     x = jnp.asarray(validate.check_x(x, where=where, ndim=(2,)))
     alpha = positive("prior_precision", prior_precision, where=where)
-    sigma = positive("noise_scale", noise_scale, where=where)
+    likelihood = validate.check_likelihood(likelihood, where=where)
+    sigma = positive("noise_scale", noise_scale, where=where) if likelihood == "gaussian" else 1.0
     rank = positive_int("rank", rank, where=where)
     if rank > theta.size:
         raise ValueError(f"{where}: rank {rank} exceeds the number of parameters {theta.size}")
@@ -150,6 +158,7 @@ def laplace_diffusion(
                     rank=rank,
                     step_size=h,
                     project=project,
+                    likelihood=likelihood,
                 )
                 return t + inc, None
 
@@ -164,6 +173,17 @@ def laplace_diffusion(
             f"try a smaller rank than {rank}"
         )
     return samples
+
+
+def data_rank(eigvals, prior_precision: float) -> int:
+    """k for the diffusion: the number of GGN eigenvalues above the prior precision α (at least
+    1), the directions in which the data, not the prior, set the Laplace variance (MacKay's
+    effective number of parameters Σ λ/(λ + α) counts them softly)."""
+    lam = np.asarray(eigvals)
+    if lam.ndim != 1 or lam.size == 0:
+        raise ValueError(f"data_rank: eigvals must be a non-empty vector, got shape {lam.shape}")
+    alpha = positive("prior_precision", prior_precision, where="data_rank")
+    return max(int(np.sum(lam > alpha)), 1)
 
 
 def image_rank(eigvals, rtol: float) -> int:

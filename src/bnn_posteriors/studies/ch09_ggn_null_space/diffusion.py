@@ -26,9 +26,9 @@ METHODS = ("MAP", "sampled LA", "linearised LA", "Laplace diffusion")
 
 
 def diffusion_rank(f: study.Fit) -> int:
-    """k: the number of GGN eigenvalues at the MAP above the fit's prior precision δ (≥ 1)."""
-    lam = np.asarray(f.posterior.eigvals)
-    return max(int(np.sum(lam > f.prior_precision)), 1)
+    """k: the number of GGN eigenvalues at the MAP above the fit's prior precision δ (≥ 1),
+    :func:`.laplace_diffusion.data_rank`."""
+    return laplace_diffusion.data_rank(f.posterior.eigvals, f.prior_precision)
 
 
 def sample_scores(f: study.Fit, samples) -> dict:

@@ -16,7 +16,9 @@ reuses the package's implementation:
   full GGN) at the MAP;
 - :func:`null_space_laplace`: the projected posterior N(θ̂, α⁻¹ P_ker) of
   :mod:`.ggn_null_space` ([NS]), as chapter 9 builds it;
-- :func:`viking`: :func:`.viking.fit_viking` from the MAP ([VK]), as chapter 9.
+- :func:`viking`: :func:`.viking.fit_viking` from the MAP ([VK]), as chapter 9;
+- :func:`laplace_diffusion`: [RI]'s Laplace diffusion from the MAP
+  (:func:`.laplace_diffusion.laplace_diffusion`), as chapter 9's C9.4.
 
 The methods with a Gaussian predictive in function space (linearised, projected and VIKING)
 return S draws of the linearised network f(x; θ̂) + J_x(θ_s − θ̂), θ_s from their Gaussian in
@@ -53,6 +55,7 @@ import numpy as np
 from bnn_posteriors.evaluation import cost
 from bnn_posteriors.inference import ggn_null_space as ns
 from bnn_posteriors.inference import laplace as la
+from bnn_posteriors.inference import laplace_diffusion as ld
 from bnn_posteriors.inference import map_laplace, mean_field, symmetrised, tempering, vi
 from bnn_posteriors.inference import viking as vk
 from bnn_posteriors.models import nets
@@ -619,6 +622,70 @@ def viking(
         _function_predictive(prob, model_fn, post.theta, kernel + image, sigma),
         float(map_steps + num_steps * (num_mc_samples + 1) + 2 * no),
         extra_flops=2 * cost.svd_flops(no, int(post.theta.size)),
+    )
+
+
+def laplace_diffusion(
+    rng_key,
+    prob: Problem,
+    *,
+    map_steps: int = 2000,
+    map_learning_rate: float = 1e-2,
+    noise_rounds: int = 2,
+    num_steps: int = 10,
+    num_samples: int = 200,
+    max_rank: int | None = None,
+) -> MethodFit:
+    """[RI] §5's Laplace diffusion: :func:`.laplace_diffusion.laplace_diffusion` from the MAP
+    of :func:`map_point`, its draws through the network itself (not linearised).
+
+    Each of ``num_steps`` Euler steps (size 1/T) adds a Gaussian step with the Laplace
+    covariance restricted to the top-k eigenspace of the GGN at the current parameters (rank-k
+    Lanczos), α = 1/prior_scale² (the problem's prior, not tuned), k the number of GGN
+    eigenvalues at the MAP above α (:func:`.laplace_diffusion.data_rank`, as chapter 9). A
+    problem whose k exceeds ``max_rank`` (None: no limit) is left out, as chapter 9's C9.4
+    leaves such sets out (:class:`.fits.DoesNotApply`, with the reason): each step's Lanczos
+    costs k GGN-vector products and k²·P for the reorthogonalisation.
+    Cost: the MAP's steps + N·O (the GGN at the MAP) + S·T·(k + 1) GGN-vector products of
+    2 gradients each (a JVP and a VJP over the training set; k Lanczos iterations and the
+    start); extra: the eigh of the GGN and Lanczos' full reorthogonalisation, 2·S·T·k²·P.
+
+    quick: num_steps=10; full: num_steps=100 (chapter 9's C9.4; the authors' sine example takes
+    1 000); both max_rank=100 (chapter 9's ``diffusion_max_rank``); the MAP as :func:`map_point`.
+    """
+    where = "laplace_diffusion"
+    prob = _check(prob, where)
+    num_samples = _num_samples(num_samples, where)
+    num_steps = validate.positive_int("num_steps", num_steps, where=where)
+    k_map, k_draw = jax.random.split(rng_key)
+    params, sigma = _map_fit(k_map, prob, map_steps, map_learning_rate, noise_rounds)
+    post = _laplace(params, sigma, prob)
+    rank = ld.data_rank(post.eigvals, post.prior_precision)
+    if max_rank is not None and rank > validate.positive_int("max_rank", max_rank, where=where):
+        raise DoesNotApply(
+            f"the diffusion's rank k = {rank} (GGN eigenvalues above α at the MAP) exceeds "
+            f"max_rank = {max_rank}: T·S·k Lanczos steps with full reorthogonalisation are "
+            "beyond this budget (chapter 9 leaves such sets out of C9.4 alike)"
+        )
+    thetas = ld.laplace_diffusion(
+        k_draw,
+        post.model_fn,
+        post.mean,
+        jnp.asarray(prob.x_train, F32),
+        prior_precision=post.prior_precision,
+        noise_scale=sigma,
+        likelihood=prob.likelihood,
+        rank=rank,
+        num_steps=num_steps,
+        num_samples=num_samples,
+    )
+    sites = nets.sites(jax.vmap(post.unravel)(thetas))
+    products = num_samples * num_steps * (rank + 1)
+    return MethodFit(
+        _weight_predictive(prob, sites, sigma),
+        float(map_steps + _num_outputs(prob) + 2 * products),
+        extra_flops=cost.eigh_flops(post.num_params)
+        + 2.0 * num_samples * num_steps * rank**2 * post.num_params,
     )
 
 

@@ -42,6 +42,7 @@ METHODS: dict[str, Callable[..., MethodFit]] = {
     "null-space LA, tuned prior": approximations.null_space_laplace,
     "VIKING": approximations.viking,
     "VIKING, learned prior": approximations.viking,
+    "Laplace diffusion": approximations.laplace_diffusion,
     "MetricBNN": samplers.metricbnn,
     "deep ensemble": samplers.deep_ensemble,
     "MILE, 1 chain": functools.partial(samplers.mile, num_chains=1),
