@@ -81,9 +81,14 @@ def test_fidelity_and_scores():
     rng = np.random.default_rng(0)
     probs = rng.dirichlet(np.ones(3), size=(4, 10, 6))  # (chain, draw, n, C)
     ref = {"probs": probs}
-    assert fidelity.fidelity(ref, ref) == {"agreement": 1.0, "total_variation": 0.0}
+    same = fidelity.fidelity(ref, ref)
+    assert same["agreement"] == 1.0 and same["total_variation"] == 0.0
+    # the same draws on both sides are no independent samples: the unbiased estimate of the
+    # energy distance is then −2/S times the mean distance between distinct draws
+    assert -0.2 < same["energy"] < 0
     floor = fidelity.fidelity({"probs": probs[:2]}, {"probs": probs[2:]})
     assert 0 < floor["total_variation"] < 0.2
+    assert abs(floor["energy"]) < 0.05  # two samples of one law: near 0
     with pytest.raises(ValueError, match="classifier"):
         fidelity.fidelity(ref, gaussian(0.0, 1.0, n=6))
     labels = probs.mean(axis=(0, 1)).argmax(-1)
@@ -168,3 +173,40 @@ def test_matched_floor_of_another_reference_scores_its_draws_on_the_same_halves(
         )
     with pytest.raises(ValueError, match="more than other holds"):
         fidelity.matched_floor(ref, num_draws=40, other={k: v[:1, :20] for k, v in same.items()})
+
+
+def test_energy_distance_of_point_masses_and_of_gaussians_matches_the_closed_forms():
+    """Two point masses c, c′ at every input: 2|c − c′| (the norm is the RMS over inputs); a
+    draw against itself: 0. N(0, 1) against N(μ, 1) at one input: 2 E|X − Y| − 2 E|X − X′|
+    with X − Y ~ N(−μ, 2), X − X′ ~ N(0, 2)."""
+    one, other = gaussian(0.5, 1.0, n=7), gaussian(-1.0, 1.0, n=7)
+    assert fidelity.energy_distance(one, other) == pytest.approx(3.0)
+    assert fidelity.energy_distance(one, one) == pytest.approx(0.0, abs=1e-7)
+
+    def mean_abs(m, s):  # E|N(m, s²)|
+        return s * np.sqrt(2 / np.pi) * np.exp(-(m**2) / (2 * s**2)) + m * (
+            1 - 2 * stats.norm.cdf(-m / s)
+        )
+
+    rng = np.random.default_rng(5)
+    for mu in (0.0, 0.5, 2.0):
+        a = {"f": rng.normal(size=(3000, 1)), "noise_scale": np.ones(3000)}
+        b = {"f": mu + rng.normal(size=(3000, 1)), "noise_scale": np.ones(3000)}
+        exact = 2 * mean_abs(mu, np.sqrt(2)) - 2 * mean_abs(0.0, np.sqrt(2))
+        assert fidelity.energy_distance(a, b) == pytest.approx(exact, abs=0.03)
+    with pytest.raises(ValueError, match="values a draw"):
+        fidelity.energy_distance(gaussian(0.0, 1.0, n=3), gaussian(0.0, 1.0, n=4))
+
+
+def test_energy_distance_sees_the_joint_law_that_the_per_input_distances_miss():
+    """Draws that move two inputs together against draws that move them independently: the
+    same N(0, 1) at each input, so W2, W1 and KS sit at their Monte Carlo floor while the
+    energy distance is many times its own."""
+    rng = np.random.default_rng(6)
+    z = rng.normal(size=(2, 2000, 1))
+    together = {"f": np.repeat(z[0], 2, axis=1), "noise_scale": np.full(2000, 0.1)}
+    apart = {"f": rng.normal(size=(2000, 2)), "noise_scale": np.full(2000, 0.1)}
+    alike = {"f": np.repeat(z[1], 2, axis=1), "noise_scale": np.full(2000, 0.1)}
+    far, near = fidelity.fidelity(apart, together), fidelity.fidelity(alike, together)
+    assert far["w2"] < 3 * max(near["w2"], 0.02) and far["ks"] < 0.05
+    assert far["energy"] > 0.05 and far["energy"] > 10 * abs(near["energy"]), (far, near)

@@ -248,10 +248,12 @@ def score_outside(problem: str, draws: Path) -> int:
     print(f"{problem}: your draws against the reference posterior")
     for name, value in row.items():
         print(f"  {name:<16} {value:.4g}")
+    floors = ", ".join(
+        f"{m} {floor[m]:.4g} ± {floor[m + '_sd']:.2g}" for m in (metric, "energy") if m in floor
+    )
     print(
         f"  the reference's own floor ({full.floor_draws} draws of a random half of its chains "
-        f"against the other half, over {full.floor_splits} splits): {metric} "
-        f"{floor[metric]:.4g} ± {floor[metric + '_sd']:.2g}"
+        f"against the other half, over {full.floor_splits} splits): {floors}"
     )
     print(f"\nby {metric} (mean over the committed seeds; lower is closer):")
     for rank, (name, value) in enumerate(score.standing(row, board, problem, metric), 1):

@@ -12,7 +12,10 @@ score an approximation by the distance of its predictive to an HMC reference pre
   on 1 000 samples per input, which is the Wasserstein-1 distance despite its name; here the
   Wasserstein-2, the Wasserstein-1 (the competition's) and the Kolmogorov–Smirnov distance
   are computed from the two mixtures' exact CDFs on a grid (no sampling noise): the
-  predictive of y at x is the mixture (1/S) Σ_s N(f_s(x), σ_s²) of the draws.
+  predictive of y at x is the mixture (1/S) Σ_s N(f_s(x), σ_s²) of the draws;
+- both: the *energy distance* between the joint laws of the draws over all test inputs
+  (:func:`energy_distance`), which the per-input distances above cannot see: a method can
+  match every input's marginal and still get the correlations between inputs wrong.
 
 A predictive is a dict in the format of :func:`bnn_posteriors.inference.reference.predictive`
 with any number of leading draw axes (chain, draw) or one (draw): ``{"f", "noise_scale"}``
@@ -173,21 +176,73 @@ def predictive_scores(predictive: Mapping, y) -> dict[str, float]:
     return {"lppd": float(lppd), "rmse": float(metrics.rmse(y, p["f"].mean(axis=0)))}
 
 
+def joint_draws(predictive: Mapping) -> np.ndarray:
+    """Each draw of a pooled predictive (:func:`pooled`) as one vector over all its inputs,
+    divided by √n so that its norm is the root mean square over the n inputs: regression the
+    function values ``f`` (S, n), classification the probabilities ``probs`` (S, n·C)."""
+    values = predictive["probs"] if "probs" in predictive else predictive["f"]
+    return values.reshape(len(values), -1) / np.sqrt(values.shape[1])
+
+
+def pairwise_distances(x, y) -> np.ndarray:
+    """Euclidean distances between the rows of ``x`` (S, D) and of ``y`` (R, D): (S, R)."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    squared = (x**2).sum(axis=1)[:, None] + (y**2).sum(axis=1)[None, :] - 2.0 * x @ y.T
+    return np.sqrt(np.maximum(squared, 0.0))
+
+
+def _mean_between_distinct(distances) -> float:
+    """The mean of a square matrix of distances off its diagonal (pairs of distinct draws);
+    0 for one draw, a point mass's exact value."""
+    size = len(distances)
+    if size < 2:
+        return 0.0
+    return float((distances.sum() - np.trace(distances)) / (size * (size - 1)))
+
+
+def _energy(between, within_a, within_b) -> float:
+    return (
+        2.0 * float(between.mean())
+        - _mean_between_distinct(within_a)
+        - (_mean_between_distinct(within_b))
+    )
+
+
+def energy_distance(predictive: Mapping, reference: Mapping) -> float:
+    """The energy distance 2 E‖X − Y‖ − E‖X − X′‖ − E‖Y − Y′‖ between the joint laws of the
+    draws X of ``predictive`` and Y of ``reference`` over all their inputs
+    (:func:`joint_draws`: function values in regression, class probabilities in
+    classification; the norm the root mean square over the inputs), estimated by the
+    U-statistics of the draws (the within terms over pairs of distinct draws, so a law's
+    estimate is unbiased; a single draw is a point mass, whose within term is 0).
+
+    It is zero only for equal laws (Székely and Rizzo 2013), and it compares whole function
+    draws, so it sees the correlations between inputs that the per-input distances ignore.
+    """
+    x, y = joint_draws(pooled(predictive)), joint_draws(pooled(reference))
+    if x.shape[1] != y.shape[1]:
+        raise ValueError(f"the predictives cover {x.shape[1]} and {y.shape[1]} values a draw")
+    return _energy(pairwise_distances(x, y), pairwise_distances(x, x), pairwise_distances(y, y))
+
+
 def fidelity(predictive: Mapping, reference: Mapping) -> dict[str, float]:
-    """Distance of ``predictive`` to ``reference`` averaged over the inputs: classification
-    ``agreement`` and ``total_variation`` of the mean predictives; regression ``w2``, ``ks``
-    and ``w1`` (:func:`regression_distances`)."""
+    """Distance of ``predictive`` to ``reference``: classification ``agreement`` and
+    ``total_variation`` of the mean predictives; regression ``w2``, ``ks`` and ``w1``
+    (:func:`regression_distances`) averaged over the inputs; both the ``energy`` distance of
+    the joint draws over the inputs (:func:`energy_distance`)."""
     a, b = pooled(predictive), pooled(reference)
     if ("probs" in a) != ("probs" in b):
         raise ValueError("fidelity: one predictive is a classifier's, the other a regression's")
     if "probs" in a:
         mean_a, mean_b = a["probs"].mean(axis=0), b["probs"].mean(axis=0)
-        return {
+        out = {
             "agreement": agreement(mean_a, mean_b),
             "total_variation": total_variation(mean_a, mean_b),
         }
-    d = regression_distances(a, b)
-    return {metric: float(values.mean()) for metric, values in d.items()}
+    else:
+        d = regression_distances(a, b)
+        out = {metric: float(values.mean()) for metric, values in d.items()}
+    return {**out, "energy": energy_distance(a, b)}
 
 
 def _split_subsets(
@@ -229,7 +284,8 @@ def matched_floor(
     same pooled halves: the distance between the two at a method's number of draws, paired
     split by split with the floor of the same ``seed``.
 
-    Returns ``{metric: (num_splits,)}``, the metrics of :func:`fidelity`. Regression reads
+    Returns ``{metric: (num_splits,)}``, the metrics of :func:`fidelity`. The energy distance
+    reads one matrix of the distances between all draws. Regression reads
     each draw's CDF on one grid per input (the whole reference ±8 sd, ``grid_size`` points)
     once, so the splits cost sums of rows: the same distances as :func:`fidelity` up to the
     grid's resolution.
@@ -264,6 +320,13 @@ def matched_floor(
         offset, rng = len(next(iter(p.values()))), np.random.default_rng([seed, 1])
         splits = [(offset + rng.choice(size, num_draws, replace=False), o) for _, o in splits]
         p = {k: np.concatenate([p[k], q[k]]) for k in p}
+    distances = pairwise_distances(joint_draws(p), joint_draws(p))
+    energy = []
+    for draws, halves in splits:
+        rows = (halves[:, None] * per_chain + np.arange(per_chain)).ravel()
+        between = distances[np.ix_(draws, rows)]
+        within_a, within_b = distances[np.ix_(draws, draws)], distances[np.ix_(rows, rows)]
+        energy.append(_energy(between, within_a, within_b))
     if "probs" in p:
         probs = p["probs"]
         mine_rows = num_chains * per_chain
@@ -273,7 +336,7 @@ def matched_floor(
             mine, theirs = probs[draws].mean(axis=0), by_chain[halves].mean(axis=0)
             out["agreement"].append(agreement(mine, theirs))
             out["total_variation"].append(total_variation(mine, theirs))
-        return {k: np.asarray(v) for k, v in out.items()}
+        return {**{k: np.asarray(v) for k, v in out.items()}, "energy": np.asarray(energy)}
     grid_size = validate.positive_int("grid_size", grid_size, 16, where=where)
     levels = np.arange(validate.positive_int("num_levels", num_levels, 2, where=where)) + 0.5
     levels /= num_levels
@@ -289,4 +352,9 @@ def matched_floor(
         for j, (draws, halves) in enumerate(splits):
             cdf_a, cdf_b = cdfs[draws].mean(axis=0), by_chain[halves].mean(axis=0)
             ks[j, i], w2[j, i], w1[j, i] = _cdf_distances(grid, cdf_a, cdf_b, levels)
-    return {"w2": w2.mean(axis=1), "ks": ks.mean(axis=1), "w1": w1.mean(axis=1)}
+    return {
+        "w2": w2.mean(axis=1),
+        "ks": ks.mean(axis=1),
+        "w1": w1.mean(axis=1),
+        "energy": np.asarray(energy),
+    }

@@ -133,7 +133,10 @@ def test_family_table_says_whether_the_second_reference_lies_within_the_floor(re
         store.write_reference(name, arrays["r1"], good, profile="quick", directory=tmp)
     near = {"w2": 0.031, "w2_sd": 0.01, "floor_w2": 0.03, "floor_w2_q95": 0.05}
     table = report.family_table({("r1", "mams"): near}, tmp)
-    assert "| r1 | mams (MAMS) | yes | 4 | W2 0.0310 ± 0.0100 | 0.0300 | 0.0500 | yes |" in table
+    row = "| r1 | mams (MAMS) | yes | 4 | W2 0.0310 ± 0.0100 | 0.0300 | 0.0500 | yes | – |"
+    assert row in table
+    joint = near | {"energy": 0.0012, "floor_energy_q95": 0.0021}
+    assert "| yes | 0.0012 (0.0021) |" in report.family_table({("r1", "mams"): joint}, tmp)
     assert evidence.within_floor(near) and not evidence.within_floor(near | {"w2": 0.06})
     with pytest.raises(ValueError, match="no reference by nuts_dense"):
         report.family_table({("r1", "nuts_dense"): near}, tmp)
@@ -158,6 +161,8 @@ def test_leaderboard_table_orders_by_distance():
         "does not apply: needs one hidden layer" in table and "*reference (half vs half)*" in table
     )
     assert table.endswith("1 parts of r1 still to run.")
+    assert "W1 ↓" in body[0] and "energy ↓" in body[0]
+    assert body[2].split(" | ")[4] == "–"  # no energy in the parts: left blank
     assert "TV ↓" in report.leaderboard_table(
         rows, "c2"
     ) and "No scored part" in report.leaderboard_table(rows, "zz")

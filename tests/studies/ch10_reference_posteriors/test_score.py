@@ -4,12 +4,14 @@ resumed parts, methods that do not apply, and the leaderboard over seeds."""
 from __future__ import annotations
 
 import inspect
+import json
 
 import numpy as np
 import pytest
 
 from bnn_posteriors.models.numpyro_models import MLP
 from bnn_posteriors.site import profiles
+from bnn_posteriors.store import parts
 from bnn_posteriors.store import reference as store
 from bnn_posteriors.studies.ch10_reference_posteriors import problems, score
 from bnn_posteriors.studies.ch10_reference_posteriors.fits import DoesNotApply, MethodFit
@@ -150,8 +152,12 @@ def test_a_second_family_of_the_same_law_lies_within_the_floor(tiny):
     floor = score.reference_floor("tiny", num_draws=30, num_splits=20, reference_dir=tmp / "ref")
     assert same["floor_w2"] == pytest.approx(floor["w2"])  # the floor's own splits
     assert same["w2"] <= same["floor_w2_q95"] and same["w2_sd"] > 0
+    assert abs(same["floor_energy"]) < same["floor_energy_q95"]  # unbiased: a floor near 0
+    assert same["energy"] <= same["floor_energy_q95"]
     _second_reference(tmp, shift=0.1)  # a law shifted by one noise sd
-    assert score.family_distance("tiny", "mams", **kw)["w2"] > 3 * same["floor_w2_q95"]
+    shifted = score.family_distance("tiny", "mams", **kw)
+    assert shifted["w2"] > 3 * same["floor_w2_q95"]
+    assert shifted["energy"] > 3 * same["floor_energy_q95"]
     assert score.second_references("tiny", tmp / "ref") == ["mams"]
     # a part: written once, read back while both references stay, recomputed when one changes
     saved = score.family_distance("tiny", "mams", directory=tmp / "val", profile="quick", **kw)
@@ -175,6 +181,37 @@ def test_committed_rows_reads_matching_parts_only(tiny):
     assert rows[0]["settings"] == score.part_settings(
         "tiny", "shifted", 0, {"shift": 0.0}, rows[0]["settings"]["reference_sha256"]
     )
+
+
+def test_committed_rows_reads_a_part_of_an_older_readable_version(tiny):
+    """A part of version 2 (no energy distance) is read where its settings match but for the
+    version; one of a version outside score.READABLE is still to run."""
+    tmp, calls = tiny
+    kw = dict(directory=tmp / "parts", profile="quick", reference_dir=tmp / "ref")
+    new = score.score("tiny", "shifted", 0, {"shift": 0.0}, **kw)
+    assert new["settings"]["version"] == score.VERSION == 3 and "energy" in new
+    path = parts.part_path(tmp / "parts", score.part_name("tiny", "shifted", 0))
+    stored = json.loads(path.read_text())
+    for version, readable in ((2, True), (1, False)):
+        old = {k: v for k, v in stored.items() if k != "energy"}
+        old["settings"] = {**stored["settings"], "version": version}
+        path.write_text(json.dumps(old))
+        rows, missing = score.committed_rows(
+            ["tiny"], {"shifted": {"shift": 0.0}}, [0], tmp / "parts", tmp / "ref"
+        )
+        assert (len(rows), len(missing)) == ((1, 0) if readable else (0, 1)) and len(calls) == 1
+        if readable:
+            assert "energy" not in rows[0] and rows[0]["w2"] == new["w2"]
+
+
+def test_leaderboard_leaves_out_a_metric_that_a_seed_lacks():
+    rows = [
+        {"w2": 0.1 * s, "energy": 0.01 * s, "settings": {"problem": "p", "method": "m"}}
+        for s in range(1, 4)
+    ]
+    del rows[1]["energy"]  # a part of version 2
+    entry = score.leaderboard(rows, ["w2", "energy"])[("p", "m")]
+    assert "energy" not in entry and entry["seeds"] == 3 and entry["w2"][0] == pytest.approx(0.2)
 
 
 def test_leaderboard_of_a_constant_is_an_interval_of_width_zero():

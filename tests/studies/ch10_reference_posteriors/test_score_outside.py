@@ -42,7 +42,8 @@ def test_an_outside_method_is_scored_and_ranked_through_the_command(snelson, tmp
     assert cli.main(["score", "--problem", "snelson_gap", "--draws", str(path)]) == 0
     out = capsys.readouterr().out
     row = score.score_draws("snelson_gap", score.read_draws(path))
-    assert set(row) == {"w2", "ks", "w1", "lppd", "rmse"} and row["w2"] > 0
+    assert set(row) == {"w2", "ks", "w1", "energy", "lppd", "rmse"} and row["w2"] > 0
+    assert row["energy"] > 0  # the joint law of its function draws is not the posterior's
     assert f"w2               {row['w2']:.4g}" in out and "reference's own floor" in out
     ranked = [line for line in out.splitlines() if line.strip()[:3].rstrip(".").isdigit()]
     assert any("your draws" in line and "<-" in line for line in ranked)

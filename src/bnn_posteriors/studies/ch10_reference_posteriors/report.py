@@ -12,11 +12,14 @@ from bnn_posteriors.store import reference as reference_store
 from bnn_posteriors.studies.ch10_reference_posteriors import evidence, score
 from bnn_posteriors.studies.ch10_reference_posteriors.evidence import distance_metric
 
-REGRESSION = ("w2", "ks", "lppd", "rmse")
-CLASSIFICATION = ("total_variation", "agreement", "lppd", "accuracy", "ece")
+# the ranking distance first, then the other distances to the reference, then the test scores
+REGRESSION = ("w2", "w1", "ks", "energy", "lppd", "rmse")
+CLASSIFICATION = ("total_variation", "agreement", "energy", "lppd", "accuracy", "ece")
 LABELS = {
     "w2": "W2 ↓",
+    "w1": "W1 ↓",
     "ks": "KS ↓",
+    "energy": "energy ↓",
     "total_variation": "TV ↓",
     "agreement": "agreement ↑",
     "lppd": "test LPPD ↑",
@@ -85,8 +88,10 @@ def family_table(distances: Mapping[tuple[str, str], Mapping], reference_dir=Non
     :func:`.score.family_distance`. Its sampler and family, whether its own chains mixed
     (today's rule, :func:`.evidence.mixing_verdict`), its integration steps per draw, its
     distance to the NUTS reference at the methods' number of draws (mean ± sd over the
-    splits), the NUTS reference's floor on the same splits (mean and 95th percentile), and
-    whether the distance lies within it (:func:`.evidence.within_floor`)."""
+    splits), the NUTS reference's floor on the same splits (mean and 95th percentile),
+    whether the distance lies within it (:func:`.evidence.within_floor`), and the energy
+    distance of the joint draws to NUTS beside its floor's 95th percentile (a further view,
+    which decides nothing)."""
     rows = []
     for (problem, sampler), d in distances.items():
         record = score.committed_reference(problem, reference_dir, sampler=sampler)[1]
@@ -102,6 +107,7 @@ def family_table(distances: Mapping[tuple[str, str], Mapping], reference_dir=Non
                 f"{d['floor_' + metric]:.4f}",
                 f"{d['floor_' + metric + '_q95']:.4f}",
                 "yes" if evidence.within_floor(d) else "no",
+                (f"{d['energy']:.4f} ({d['floor_energy_q95']:.4f})" if "energy" in d else "–"),
             ]
         )
     header = [
@@ -113,6 +119,7 @@ def family_table(distances: Mapping[tuple[str, str], Mapping], reference_dir=Non
         "floor",
         "floor, 95th pct.",
         "within",
+        "energy to NUTS (floor, 95th pct.)",
     ]
     return tables.markdown_table(header, rows)
 
@@ -145,6 +152,9 @@ def leaderboard_table(
         entry = board[key]
         cells = [key[1]]
         for i, m in enumerate(metrics):
+            if m not in entry:  # parts of an older version (score.READABLE)
+                cells.append("–")
+                continue
             mean, low, high = entry[m]
             bare = np.isnan(low) or (compact and i > 0)
             cells.append(f"{mean:.3f}" if bare else f"{mean:.3f} [{low:.3f}, {high:.3f}]")

@@ -29,7 +29,12 @@ from bnn_posteriors.studies.ch10_reference_posteriors.fits import DoesNotApply, 
 from bnn_posteriors.util import validate
 
 FLOOR_QUANTILE = 0.95  # a second reference validates when it lies below this quantile of the floor
-VERSION = 2  # of the scoring; a part of another version is computed again (2: one key per seed)
+# of the scoring; a part of another version is computed again (2: one key per seed; 3: the
+# energy distance of the joint draws, beside the rest of version 2)
+VERSION = 3
+# the versions of a method's part that the chapter reads: a part of version 2 lacks only the
+# energy distance, which its tables then leave blank
+READABLE = (3, 2)
 
 METHODS: dict[str, Callable[..., MethodFit]] = {
     "MAP": approximations.map_point,
@@ -126,17 +131,22 @@ def part_name(problem: str, method: str, seed: int) -> str:
 
 
 def part_settings(
-    problem: str, method: str, seed: int, settings: Mapping, reference_sha256: str
+    problem: str,
+    method: str,
+    seed: int,
+    settings: Mapping,
+    reference_sha256: str,
+    version: int = VERSION,
 ) -> dict:
     """What decides one part: the problem, method, seed, the method's keyword arguments, the
-    reference's sha256 and the scoring's :data:`VERSION`."""
+    reference's sha256 and the scoring's ``version`` (:data:`VERSION`)."""
     return {
         "problem": problem,
         "method": method,
         "seed": seed,
         "method_settings": dict(settings),
         "reference_sha256": reference_sha256,
-        "version": VERSION,
+        "version": version,
     }
 
 
@@ -221,16 +231,21 @@ def committed_rows(
     reference_dir: Path | str | None = None,
 ) -> tuple[list[dict], list[str]]:
     """The parts of ``directory`` that hold the settings :func:`score` would compute with
-    (``methods``: name → settings), read without computing anything, and the names of the
-    parts that are missing or hold other settings (still to run)."""
+    (``methods``: name → settings) at a :data:`READABLE` version, read without computing
+    anything, and the names of the parts that are missing or hold other settings (still to
+    run)."""
     rows, missing = [], []
     for problem in problem_names:
         sha = committed_reference(problem, reference_dir)[1]["sha256"]
         for method, settings in methods.items():
             for seed in seeds:
                 name = part_name(problem, method, seed)
-                wanted = part_settings(problem, method, seed, settings, sha)
-                part = parts.read_part(parts.part_path(directory, name), wanted)
+                part = None
+                for version in READABLE:
+                    wanted = part_settings(problem, method, seed, settings, sha, version)
+                    part = parts.read_part(parts.part_path(directory, name), wanted)
+                    if part is not None:
+                        break
                 if part is None:
                     missing.append(name)
                 else:
@@ -396,7 +411,8 @@ def standing(row: Mapping[str, float], board: Mapping, problem: str, metric: str
 def leaderboard(rows: Sequence[Mapping], metrics: Sequence[str]) -> dict:
     """Per (problem, method) over seeds: the mean and 95 % Student-t interval of each metric
     (``diagnostics.mean_interval``; one seed: the value, no interval; the same value on every
-    seed: an interval of width 0)."""
+    seed: an interval of width 0). A metric that some seed's part lacks (a part of an older
+    :data:`READABLE` version) is left out of that method's entry."""
     table: dict = {}
     for row in rows:
         if not row.get("applies", True):
@@ -407,7 +423,7 @@ def leaderboard(rows: Sequence[Mapping], metrics: Sequence[str]) -> dict:
     for key, group in table.items():
         entry: dict = {}
         for m in metrics:
-            if m not in group[0]:
+            if any(m not in r for r in group):
                 continue
             values = np.array([r[m] for r in group], dtype=np.float64)
             if len(values) > 1 and np.ptp(values) > 0:
