@@ -3,7 +3,7 @@ closed forms."""
 
 import numpy as np
 import pytest
-from scipy import integrate, stats
+from scipy import integrate, spatial, stats
 
 from bnn_posteriors.evaluation import fidelity
 
@@ -210,3 +210,19 @@ def test_energy_distance_sees_the_joint_law_that_the_per_input_distances_miss():
     far, near = fidelity.fidelity(apart, together), fidelity.fidelity(alike, together)
     assert far["w2"] < 3 * max(near["w2"], 0.02) and far["ks"] < 0.05
     assert far["energy"] > 0.05 and far["energy"] > 10 * abs(near["energy"]), (far, near)
+
+
+def test_joint_draws_and_pairwise_distances():
+    """A draw's vector over all inputs, scaled so that its norm is the RMS over the inputs;
+    the distances between rows are scipy's Euclidean ones."""
+    rng = np.random.default_rng(8)
+    probs = rng.dirichlet(np.ones(3), size=(5, 4))  # (S, n, C)
+    x = fidelity.joint_draws({"probs": probs})
+    assert x.shape == (5, 12) and np.allclose(x * 2.0, probs.reshape(5, 12))
+    f = rng.normal(size=(6, 9))
+    assert np.allclose(fidelity.joint_draws({"f": f, "noise_scale": np.ones((6, 9))}), f / 3.0)
+    a, b = rng.normal(size=(7, 4)), 100.0 + rng.normal(size=(3, 4))
+    np.testing.assert_allclose(
+        fidelity.pairwise_distances(a, b), spatial.distance.cdist(a, b), rtol=1e-10
+    )
+    assert np.all(np.diag(fidelity.pairwise_distances(a, a)) < 1e-6)
