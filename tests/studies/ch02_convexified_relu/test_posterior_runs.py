@@ -123,6 +123,38 @@ def test_ess_budget_grows_with_the_draws_for_independent_draws(tiny_cfg):
     assert values["num_warmup"] == tiny_cfg.num_warmup
 
 
+def test_training_outputs_are_the_networks_and_chunks_change_nothing():
+    run = fake_run(3, chains=2, draws=7, d=2)
+    x = RNG.normal(size=(9, 2))
+    f = posterior_runs.training_outputs(run, x, max_inputs=4, chunk=3)
+    rows = x[[0, 2, 5, 8]]  # four evenly spaced rows of nine
+    c, s = 1, 5
+    exact = np.maximum(rows @ run["W1"][c, s].T, 0.0) @ run["w2"][c, s]
+    assert f.shape == (2, 7, 4) and np.allclose(f[c, s], exact, rtol=1e-5)
+    assert np.allclose(f, posterior_runs.training_outputs(run, x, max_inputs=4, chunk=100))
+    with pytest.raises(ValueError, match="takes 2 inputs"):
+        posterior_runs.training_outputs(run, np.ones((4, 3)))
+
+
+def test_where_chains_stall_sees_a_function_that_mixes_while_u_drifts():
+    """Units that trade their contributions (u drifts as a random walk, the function stays
+    put): the ESS of the outputs is many times that of u. A w2 that never changes sign shows
+    no flips; one that does, in every unit of every chain, shows them all."""
+    chains, draws, width = 3, 200, 2
+    walk = np.cumsum(RNG.normal(size=(chains, draws, 1)), axis=1)
+    noise = 0.01 * RNG.normal(size=(chains, draws, 1))
+    w1 = np.ones((chains, draws, width, 1))
+    w2 = np.concatenate([2.0 + walk + noise, 2.0 - walk], axis=-1) + 50.0  # the sum stays put
+    run = {"u": w2[..., None] * w1, "W1": w1, "w2": w2}
+    x = np.ones((5, 1))
+    shown = posterior_runs.where_chains_stall({width: run}, x)
+    values = shown.glue
+    assert values["ess_f_2"] > 10 * values["ess_uall_2"] and values["sign_flips_2"] == 0.0
+    flipping = {**run, "w2": run["w2"] * np.where(np.arange(draws) % 2, 1, -1)[None, :, None]}
+    assert posterior_runs.where_chains_stall({width: flipping}, x).glue["sign_flips_2"] == 1.0
+    assert "changes sign" in shown.table
+
+
 def test_rhat_matching_units_removes_a_relabelling():
     u = RNG.normal(size=(1, 40, 3, 2)) * 0.1 + 3 * np.arange(3)[None, None, :, None]
     relabelled = {3: {"u": np.concatenate([u, u[:, :, [2, 0, 1]]])}}

@@ -252,6 +252,52 @@ def ess_budget(runs: dict, cfg: ConvexifiedReluSettings) -> tables.Overview:
     return tables.Overview(table, values)
 
 
+def training_outputs(run: dict, x, max_inputs: int = 200, chunk: int = 500) -> np.ndarray:
+    """The network's outputs f(x) = Σ_i w2_i ReLU(W1_i · x) along a run's draws, at up to
+    ``max_inputs`` evenly spaced rows of ``x`` (n, d): (chains, draws, inputs), computed
+    ``chunk`` draws at a time (a full-profile run holds tens of thousands of draws)."""
+    x = np.asarray(x)
+    if x.ndim != 2:
+        raise ValueError(f"x must be (n, d), got shape {x.shape}")
+    rows = x[np.unique(np.linspace(0, len(x) - 1, min(max_inputs, len(x))).astype(int))]
+    w1, w2 = np.asarray(run["W1"]), np.asarray(run["w2"])  # (c, s, H, d), (c, s, H)
+    if w1.shape[-1] != x.shape[1]:
+        raise ValueError(f"the run's W1 takes {w1.shape[-1]} inputs, x has {x.shape[1]} columns")
+    out = np.empty((*w2.shape[:2], len(rows)), dtype=np.float32)
+    for start in range(0, w2.shape[1], chunk):
+        part = slice(start, start + chunk)
+        hidden = np.maximum(np.einsum("cshd,nd->csnh", w1[:, part], rows), 0.0)
+        out[:, part] = np.einsum("csnh,csh->csn", hidden, w2[:, part])
+    return out
+
+
+def where_chains_stall(runs: dict, x) -> tables.Overview:
+    """Where the chains move and where they do not: per width the median within-chain ESS
+    of u and of the network's training outputs (:func:`training_outputs`), and the fraction
+    of (chain, unit) pairs whose output weight w2_i changes sign within the chain.
+
+    Returns an :class:`~bnn_posteriors.site.tables.Overview` (a table, one row per width, and
+    ``ess_f_<H>``, ``ess_uall_<H>``, their ratio ``ess_ratio_<H>`` and ``sign_flips_<H>`` to
+    glue)."""
+    rows, values = [], dict[str, float]()
+    for width, r in runs.items():
+        ess_u = diagnostics.within_chain_ess(flat(r["u"]))
+        ess_f = diagnostics.within_chain_ess(training_outputs(r, x))
+        w2 = np.sign(np.asarray(r["w2"]))
+        flips = float(np.mean(np.any(w2[:, 1:] != w2[:, :-1], axis=1)))
+        values |= {f"ess_uall_{width}": ess_u, f"ess_f_{width}": ess_f}
+        values[f"ess_ratio_{width}"] = ess_f / ess_u
+        values[f"sign_flips_{width}"] = flips
+        rows.append([width, f"{ess_u:.1f}", f"{ess_f:.1f}", f"{flips:.0%}"])
+    header = [
+        "H",
+        "median within-chain ESS of u",
+        "of the training outputs f(x)",
+        "(chain, unit) pairs whose w2 changes sign",
+    ]
+    return tables.Overview(tables.markdown_table(header, rows, align="rrrr"), values)
+
+
 def rhat_diagnostics(runs: dict, ess_all: dict) -> dict:
     """Split-R-hat of every component of u across chains, raw and after matching units.
 
