@@ -201,11 +201,10 @@ def _mean_between_distinct(distances) -> float:
 
 
 def _energy(between, within_a, within_b) -> float:
-    return (
-        2.0 * float(between.mean())
-        - _mean_between_distinct(within_a)
-        - (_mean_between_distinct(within_b))
-    )
+    """The energy distance from the matrices of distances between the two samples and within
+    each (:func:`energy_distance`)."""
+    within = _mean_between_distinct(within_a) + _mean_between_distinct(within_b)
+    return 2.0 * float(between.mean()) - within
 
 
 def energy_distance(predictive: Mapping, reference: Mapping) -> float:
