@@ -17,6 +17,7 @@ import numpy as np
 
 from bnn_posteriors.evaluation import diagnostics
 from bnn_posteriors.inference import mcmc
+from bnn_posteriors.models import nets
 from bnn_posteriors.models import numpyro_models as models
 from bnn_posteriors.site import tables
 from bnn_posteriors.site.settings_classes import ConvexifiedReluSettings
@@ -263,11 +264,15 @@ def training_outputs(run: dict, x, max_inputs: int = 200, chunk: int = 500) -> n
     w1, w2 = np.asarray(run["W1"]), np.asarray(run["w2"])  # (c, s, H, d), (c, s, H)
     if w1.shape[-1] != x.shape[1]:
         raise ValueError(f"the run's W1 takes {w1.shape[-1]} inputs, x has {x.shape[1]} columns")
+
+    def outputs(first, second):  # one draw: the chapter's model's own forward pass
+        return nets.mlp_apply([{"W": first.T}, {"W": second[:, None]}], rows)[:, 0]
+
+    per_draw = jax.jit(jax.vmap(jax.vmap(outputs)))
     out = np.empty((*w2.shape[:2], len(rows)), dtype=np.float32)
     for start in range(0, w2.shape[1], chunk):
         part = slice(start, start + chunk)
-        hidden = np.maximum(np.einsum("cshd,nd->csnh", w1[:, part], rows), 0.0)
-        out[:, part] = np.einsum("csnh,csh->csn", hidden, w2[:, part])
+        out[:, part] = np.asarray(per_draw(w1[:, part], w2[:, part]))
     return out
 
 
