@@ -253,3 +253,34 @@ def test_settings_of_a_class_are_its_chapters_settings():
     assert cfg == profiles.settings("06_metricbnn", "full")
     with pytest.raises(ValueError, match="Settings is not the settings class of any chapter"):
         profiles.settings_of(profiles.Settings)
+
+
+def test_a_table_of_a_dataclass_field_becomes_that_dataclass_and_is_checked(monkeypatch):
+    chapter = "09_ggn_null_space"
+    cfg = profiles.settings(chapter, "quick")
+    assert isinstance(cfg.map_laplace, settings_classes.MapLaplaceChoices)
+    assert cfg.map_laplace.dtype == "float64" and cfg.map_laplace.tune_from is None  # "none"
+    assert cfg.as_dict()["map_laplace"]["subset"] == "full"  # a plain dict in as_dict()
+    spec = profiles.chapters()[chapter]
+    table = dict(spec["common"]["map_laplace"])
+    cases = [
+        (
+            {k: v for k, v in table.items() if k != "subset"},
+            "map_laplace has no value for 'subset'",
+        ),
+        ({**table, "subsett": "full"}, "map_laplace.subsett is not a field of MapLaplaceChoices"),
+        ({**table, "noise_rounds": 1.5}, "map_laplace = .* is not of .* MapLaplaceChoices"),
+        ("full", "map_laplace = 'full' is not of .* MapLaplaceChoices"),
+    ]
+    for value, message in cases:
+        common = {**spec["common"], "map_laplace": value}
+        monkeypatch.setattr(profiles, "_spec", lambda c, common=common: {**spec, "common": common})
+        with pytest.raises(ValueError, match=message):
+            profiles.settings(chapter, "quick")
+
+
+def test_conforms_reads_a_dataclass_as_a_table_of_all_its_fields():
+    choices = profiles.chapters()["06_metricbnn"]["common"]["map_laplace"]
+    assert profiles.conforms(dict(choices), settings_classes.MapLaplaceChoices)
+    assert not profiles.conforms({**choices, "tune": 1}, settings_classes.MapLaplaceChoices)
+    assert not profiles.conforms({}, settings_classes.MapLaplaceChoices)

@@ -14,6 +14,12 @@ settings, instead of lines in four function bodies:
 - :func:`laplace_at`: :func:`.laplace.laplace` at a :class:`MapFit` with its σ, the GGN
   ``subset`` (full or last layer) and the evidence ``tune`` (none, the prior precision, or
   the prior precision and σ together).
+
+A chapter declares its paper's choices once, as a
+:class:`~bnn_posteriors.site.settings_classes.MapLaplaceChoices` in its settings file (the table
+``[common.map_laplace]``), and builds every MAP and Laplace approximation with :func:`fit_map`
+and :func:`fit_laplace`, which pass them on; what is left to the call is the problem (data,
+network, likelihood, prior, σ) and the budget.
 """
 
 from __future__ import annotations
@@ -28,9 +34,11 @@ import jax.numpy as jnp
 
 from bnn_posteriors.inference import laplace, map_estimate
 from bnn_posteriors.models import nets
+from bnn_posteriors.site.settings_classes import MapLaplaceChoices
 from bnn_posteriors.util import validate
 
 TUNINGS = (None, "prior", "noise")  # laplace_at's evidence tuning
+DTYPES = (None, "float32", "float64")  # None: nets.mlp_init's own
 
 
 @dataclass(frozen=True)
@@ -241,3 +249,98 @@ def laplace_at(
     if tune == "noise":
         return laplace.optimise_noise_scale(post, num_targets=int(jnp.size(y)))
     return post
+
+
+def _check_choices(choices, where: str) -> None:
+    """Raise, naming the setting, unless ``choices`` is a MapLaplaceChoices of known values."""
+    if not isinstance(choices, MapLaplaceChoices):
+        raise TypeError(f"{where}: choices must be a MapLaplaceChoices, got {choices!r}")
+    for name, allowed in (
+        ("init_scheme", nets.INIT_SCHEMES),
+        ("dtype", DTYPES),
+        ("subset", laplace.SUBSETS),
+        ("tune", TUNINGS),
+    ):
+        if getattr(choices, name) not in allowed:
+            raise ValueError(
+                f"{where}: map_laplace.{name} must be one of {allowed}, "
+                f"got {getattr(choices, name)!r}"
+            )
+    for name in ("tune_from", "ggn_noise_scale"):
+        if getattr(choices, name) is not None:
+            validate.positive(name, getattr(choices, name), where=where)
+
+
+def fit_map(
+    rng_key,
+    widths: Sequence[int],
+    x,
+    y,
+    choices: MapLaplaceChoices,
+    *,
+    likelihood: str,
+    prior_precision: float,
+    num_steps: int,
+    learning_rate: float,
+    activation: str,
+    output_scale: float = 1.0,
+    noise_scale: float | None = None,
+) -> MapFit:
+    """:func:`train_map_from` with the MAP's part of ``choices``
+    (:class:`~bnn_posteriors.site.settings_classes.MapLaplaceChoices`): the MLP
+    ``widths`` (``activation``, ``output_scale``) on x, y under the N(0, I/δ) prior,
+    δ = ``prior_precision``, ``num_steps`` of AdamW at ``learning_rate``; a regression's σ
+    ``noise_scale``, or refitted (None)."""
+    _check_choices(choices, "fit_map")
+    return train_map_from(
+        rng_key,
+        widths,
+        x,
+        y,
+        likelihood=likelihood,
+        prior_precision=prior_precision,
+        num_steps=num_steps,
+        learning_rate=learning_rate,
+        activation=activation,
+        output_scale=output_scale,
+        init_scheme=choices.init_scheme,
+        bias=choices.bias,
+        dtype=None if choices.dtype is None else jnp.dtype(choices.dtype),
+        noise_scale=noise_scale,
+        noise_rounds=choices.noise_rounds,
+        weight_decay=choices.weight_decay,
+        whole_program=choices.whole_program,
+    )
+
+
+def fit_laplace(
+    fit: MapFit,
+    x,
+    y,
+    choices: MapLaplaceChoices,
+    *,
+    likelihood: str,
+    prior_precision: float,
+    activation: str = "relu",
+    apply_fn=None,
+    features_fn=None,
+) -> laplace.LaplacePosterior:
+    """:func:`laplace_at` at the MAP ``fit`` with the Laplace part of ``choices``
+    (:class:`~bnn_posteriors.site.settings_classes.MapLaplaceChoices`): the GGN ``subset``, its
+    σ, and the evidence ``tune``, the GGN built at ``choices.tune_from`` (else at the MAP's
+    ``prior_precision``)."""
+    _check_choices(choices, "fit_laplace")
+    start = prior_precision if choices.tune_from is None else choices.tune_from
+    return laplace_at(
+        fit,
+        x,
+        y,
+        likelihood=likelihood,
+        prior_precision=start,
+        apply_fn=apply_fn,
+        activation=activation,
+        subset=choices.subset,
+        features_fn=features_fn,
+        tune=choices.tune,
+        noise_scale=choices.ggn_noise_scale,
+    )

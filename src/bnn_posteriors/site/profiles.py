@@ -8,7 +8,9 @@ not in ``[common]`` must be in both profile tables (else it is a typo, or missin
 one profile); nothing else may be in the file. TOML has no null: the string ``"none"``
 is read as ``None``; arrays are read as tuples. Each chapter's settings are an instance of
 its typed class in :mod:`bnn_posteriors.site.settings_classes`, whose fields the file must
-fill exactly, each value of its field's type.
+fill exactly, each value of its field's type; a field whose type is a dataclass (e.g.
+:class:`~bnn_posteriors.site.settings_classes.MapLaplaceChoices`) is a table that names every
+one of its fields.
 """
 
 from __future__ import annotations
@@ -68,7 +70,12 @@ def settings(chapter: str, profile: str | None = None) -> Settings:
     name = profile_name(profile)
     values = copy.deepcopy({**spec["common"], **spec[name]})
     cls = settings_class(chapter)
-    _check_fields(cls, values, f"bnn_posteriors/site/settings/{chapter}.toml [{name}]")
+    source = f"bnn_posteriors/site/settings/{chapter}.toml [{name}]"
+    _check_fields(cls, values, source)
+    hints = typing.get_type_hints(cls)
+    for key, value in values.items():  # a checked table of a dataclass field becomes one
+        if dataclasses.is_dataclass(hints[key]):
+            values[key] = hints[key](**value)
     return cls(profile=name, seed=chapter_seed(chapter), **values)
 
 
@@ -185,6 +192,14 @@ def _check_fields(cls: type[Settings], values: Mapping[str, Any], source: str) -
             f"(add it to bnn_posteriors/site/settings_classes.py, or remove it)"
         )
     for key in fields:
+        if dataclasses.is_dataclass(hints[key]) and isinstance(values[key], Mapping):
+            names = [f.name for f in dataclasses.fields(hints[key])]
+            if missing := [name for name in names if name not in values[key]]:
+                raise ValueError(f"{source}: {key} has no value for {missing[0]!r}")
+            if extra := [name for name in values[key] if name not in names]:
+                raise ValueError(
+                    f"{source}: {key}.{extra[0]} is not a field of {hints[key].__name__}"
+                )
         if not conforms(values[key], hints[key]):
             raise ValueError(
                 f"{source}: {key} = {values[key]!r} is not of {cls.__name__}'s type "
@@ -197,6 +212,14 @@ def conforms(value: Any, annotation: Any) -> bool:
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if annotation is Any:
         return True
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        hints = typing.get_type_hints(annotation)
+        names = [f.name for f in dataclasses.fields(annotation)]
+        return (
+            isinstance(value, Mapping)
+            and sorted(value) == sorted(names)
+            and all(conforms(value[name], hints[name]) for name in names)
+        )
     if annotation is None or annotation is type(None):
         return value is None
     if origin in (typing.Union, types.UnionType):

@@ -27,6 +27,35 @@ class Settings:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class MapLaplaceChoices:
+    """The choices in which the papers' MAP → Laplace pipelines differ, declared once in a
+    chapter's settings (the table ``map_laplace``) instead of in function bodies; read by
+    :func:`bnn_posteriors.inference.map_laplace.fit_map` and ``fit_laplace``, which check the
+    values.
+
+    The MAP: the start ``init_scheme`` (``nets.INIT_SCHEMES``), ``bias``, the precision
+    ``dtype`` ("float32", "float64" or None for ``nets.mlp_init``'s own), AdamW's decoupled
+    ``weight_decay``, the ``noise_rounds`` of a regression whose σ is refitted to the residuals,
+    and ``whole_program`` (the start and the training one compiled program). The Laplace
+    approximation: the GGN ``subset`` ("full", "last_layer"), the evidence ``tune`` (None,
+    "prior", "noise"), the prior precision ``tune_from`` at which the GGN is built and the
+    tuning starts (None: the MAP's own), and ``ggn_noise_scale``, the GGN's σ where it is not
+    the MAP's (None).
+    """
+
+    init_scheme: str
+    bias: bool
+    dtype: str | None
+    weight_decay: float
+    noise_rounds: int
+    whole_program: bool
+    subset: str
+    tune: str | None
+    tune_from: float | None
+    ggn_noise_scale: float | None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class NarrowNetworksSettings(Settings):
     """Chapter 1's settings (``settings/01_narrow_networks.toml``)."""
 
@@ -205,6 +234,7 @@ class MetricBNNSettings(Settings):
     snelson_widths: tuple[int, ...]
     snelson_sigma: float
     prior_precision: float
+    map_laplace: MapLaplaceChoices
     map_learning_rate: float
     num_particles: int
     num_refine: int
@@ -303,9 +333,8 @@ class BenchmarksSettings(Settings):
     widths_hidden: tuple[int, ...]
     prior_scale: float
     map_learning_rate: float
-    map_weight_decay: float
+    map_laplace: MapLaplaceChoices
     map_sigma: float
-    ggn_sigma: float
     aleatoric_var: float
     mfvi_noise: float
     mfvi_learning_rate: float
@@ -333,6 +362,8 @@ class BenchmarksSettings(Settings):
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class GGNNullSpaceSettings(Settings):
     """Chapter 9's settings (``settings/09_ggn_null_space.toml``)."""
+
+    map_laplace: MapLaplaceChoices
 
     rank_widths: tuple[int, ...]
     rank_points: tuple[int, ...]

@@ -1,5 +1,6 @@
 """Tests of the [MBNN] experiment units (``inference.metricbnn_experiments``) on tiny problems."""
 
+import dataclasses
 from functools import partial
 
 import jax
@@ -12,9 +13,11 @@ from scipy.special import logsumexp
 
 from bnn_posteriors.inference import map_estimate, metricbnn
 from bnn_posteriors.models import nets
+from bnn_posteriors.site import profiles
 from bnn_posteriors.studies.ch06_metricbnn import experiments as mbx
 
 KEY = jax.random.PRNGKey(0)
+CHOICES = profiles.settings("06_metricbnn").map_laplace  # the chapter's MAP → Laplace
 RELU = partial(nets.mlp_apply, activation_name="relu")
 WALK = partial(
     metricbnn.walk_and_embed,
@@ -77,7 +80,9 @@ def test_snelson_repeat_is_the_pipeline_then_the_metrics():
     loss = metricbnn.refinement_loss(
         problem.unravel, RELU, problem.x, problem.y, likelihood="gaussian", noise_scale=0.3
     )
-    settings = dict(widths=widths, prior_precision=1.0, map_steps=50, map_learning_rate=1e-2)
+    settings = dict(
+        widths=widths, choices=CHOICES, prior_precision=1.0, map_steps=50, map_learning_rate=1e-2
+    )
     out = mbx.snelson_repeat(
         KEY, problem, walk_fn=WALK, num_samples=16, refine_learning_rate=1e-3, **settings
     )
@@ -117,6 +122,7 @@ def test_snelson_repeats_fold_in_the_index_and_resume_from_the_cache(tmp_path, m
     settings = dict(
         walk_fn=WALK,
         widths=widths,
+        choices=CHOICES,
         prior_precision=1.0,
         map_steps=20,
         map_learning_rate=1e-2,
@@ -140,7 +146,11 @@ def test_snelson_repeats_fold_in_the_index_and_resume_from_the_cache(tmp_path, m
     with pytest.raises(pytest.fail.Exception, match="recomputed"):  # False: no cache
         mbx.snelson_repeats(KEY, problem, [2], cache=False, **settings)
     # other settings are other units
-    for other in ({"map_steps": 21}, {"walk_fn": partial(WALK, ae_updates=21)}):
+    for other in (
+        {"map_steps": 21},
+        {"walk_fn": partial(WALK, ae_updates=21)},
+        {"choices": dataclasses.replace(CHOICES, init_scheme="glorot")},
+    ):
         with pytest.raises(pytest.fail.Exception, match="recomputed"):
             mbx.snelson_repeats(KEY, problem, [2], cache=tmp_path, **{**settings, **other})
 
@@ -160,6 +170,7 @@ def test_uci_run_table_and_wins(monkeypatch):
         0,
         KEY,
         hidden=(8,),
+        choices=CHOICES,
         prior_precision=1.0,
         map_steps=200,
         map_learning_rate=1e-2,
@@ -236,6 +247,7 @@ def test_banana_predictives_are_class_probabilities():
         y,
         inputs,
         widths=(2, 6, 2),
+        choices=CHOICES,
         prior_precision=1.0,
         map_steps=100,
         map_learning_rate=1e-2,
@@ -260,6 +272,7 @@ def test_mnist_run_on_a_few_images():
         y[:16],
         x[16:],
         np.asarray(y[16:]),
+        choices=CHOICES,
         prior_precision=1.0,
         map_steps=5,
         map_learning_rate=1e-3,

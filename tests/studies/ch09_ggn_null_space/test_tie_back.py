@@ -121,6 +121,7 @@ def test_uci_samples_gives_chapter_6s_test_nlls(fake_uci, cfg6):
         0,
         key,
         hidden=cfg6.uci_hidden,
+        choices=cfg6.map_laplace,
         prior_precision=cfg6.prior_precision,
         map_steps=cfg6.uci_map_steps,
         map_learning_rate=cfg6.map_learning_rate,

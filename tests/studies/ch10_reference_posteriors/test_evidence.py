@@ -259,3 +259,27 @@ def test_closer_waits_for_parts_still_to_run(record_only):
     )
     record = claims.show_and_check(nuts)[0]
     assert (record["part"], record["finding"]) == ("nuts-same-cost", "nuts-same-cost")
+
+
+def test_closer_on_the_joint_energy_is_its_own_quantity(record_only):
+    """C10.3's further finding ``joint-closer``: A closer than B per point but farther on the
+    energy of the joint predictive is not reproduced on the energy; a part of scoring version 2
+    (no energy) is left out, and a non-positive energy (at its floor) has no ratio."""
+    rows = _rows({"p": 0.5}, metric="total_variation")
+    for row in rows:
+        row["energy"] = (2.0 if row["settings"]["method"] == "A" else 1.0) * (
+            1 + 0.01 * row["settings"]["seed"] ** 2
+        )
+    kw = dict(says_what="A's joint predictive is closer", part="joint-closer", quantity="energy")
+    farther = evidence.closer("C10.3", rows, "A", ["B"], ["p"], ["p"], **kw)
+    assert _status(farther) == claims.NOT_REPRODUCED and "ratio of energy" in farther.table
+    for row in rows:
+        row["energy"] /= 4.0 if row["settings"]["method"] == "A" else 1.0
+    assert _status(evidence.closer("C10.3", rows, "A", ["B"], ["p"], ["p"], **kw)) == (
+        claims.REPRODUCED
+    )
+    del rows[0]["energy"]  # a version-2 part
+    assert len(evidence.distances(rows, "p", rows[0]["settings"]["method"], "energy")) == 4
+    rows[3]["energy"] = -1e-4  # A on seed 1, paired with B
+    with pytest.raises(ValueError, match="must be positive for a ratio"):
+        evidence.ratio_interval(rows, "p", "A", "B", "energy")

@@ -11,6 +11,7 @@ and returns numbers; the chapter decides the claims on them.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -29,7 +30,7 @@ from bnn_posteriors.evaluation import cost, metrics
 from bnn_posteriors.evaluation.predictive import class_probs
 from bnn_posteriors.inference import laplace, map_estimate, map_laplace, metricbnn
 from bnn_posteriors.models import cnn, nets
-from bnn_posteriors.site.settings_classes import MetricBNNSettings
+from bnn_posteriors.site.settings_classes import MapLaplaceChoices, MetricBNNSettings
 from bnn_posteriors.store import cache as unit_cache
 from bnn_posteriors.util.streams import name_word
 
@@ -218,6 +219,7 @@ def snelson_repeat(
     *,
     walk_fn,
     widths: Sequence[int],
+    choices: MapLaplaceChoices,
     prior_precision: float,
     map_steps: int,
     map_learning_rate: float,
@@ -226,24 +228,25 @@ def snelson_repeat(
 ) -> dict:
     """The Snelson pipeline from a fresh initialisation: MAP, walk, autoencoder, metrics.
 
-    ``rng_key`` is split in four: the MAP's initialisation (:func:`nets.mlp_init`, "fan_in"),
+    ``rng_key`` is split in four: the MAP's initialisation (:func:`.map_laplace.fit_map` with
+    ``choices``, the chapter's ``map_laplace``),
     the power iteration of the step size (:func:`metricbnn.stable_learning_rate`), Alg. 1
     (``walk_fn(key, loss, θ*, learning_rate=η)``, with ``loss`` the refinement loss of eq. 1
     on ``problem`` with ``prior_precision``) and :func:`latent_posterior_metrics`, whose dict
     it returns.
     """
     k_init, k_curv, k_walk, k_metrics = jax.random.split(rng_key, 4)
-    mode = map_laplace.train_map_from(
+    mode = map_laplace.fit_map(
         k_init,
         widths,
         problem.x,
         problem.y,
+        choices,
         likelihood="gaussian",
         prior_precision=prior_precision,
         num_steps=map_steps,
         learning_rate=map_learning_rate,
         activation="relu",
-        init_scheme="fan_in",
         noise_scale=problem.noise_scale,
     )
     th = ravel_pytree(mode.params)[0]
@@ -293,7 +296,14 @@ def snelson_repeats(
         noise_scale=float(problem.noise_scale),
         apply_fn=unit_cache.function_name(problem.apply_fn),
     )
-    settings = {k: unit_cache.function_name(v) if callable(v) else v for k, v in repeat_kw.items()}
+    settings = {
+        k: unit_cache.function_name(v)
+        if callable(v)
+        else dataclasses.asdict(v)
+        if isinstance(v, MapLaplaceChoices)
+        else v
+        for k, v in repeat_kw.items()
+    }
     out = []
     bar = tqdm(
         list(repeats), desc="Snelson MAPs", unit="MAP", file=sys.stderr, disable=directory is None
@@ -346,6 +356,7 @@ def uci_fit(
     rng_key,
     *,
     hidden: Sequence[int],
+    choices: MapLaplaceChoices,
     prior_precision: float,
     map_steps: int,
     map_learning_rate: float,
@@ -353,7 +364,8 @@ def uci_fit(
     walk_fn,
 ) -> UciFit:
     """A ReLU MLP (``hidden`` widths) trained to its MAP on split ``seed`` of ``name``; then
-    the LA (full GGN, prior precision by the evidence) with ``num_samples`` draws, and
+    the LA with ``num_samples`` draws (:mod:`.map_laplace` with ``choices``: the chapter's
+    full GGN, prior precision by the evidence), and
     MetricBNN (``walk_fn``, then ``num_samples`` latent-posterior draws). ``rng_key`` is split
     in four: initialisation, LA samples, Alg. 1, latent samples.
     """
@@ -362,24 +374,23 @@ def uci_fit(
     ytr = jnp.asarray(ytr)
     widths = (xtr.shape[1], *hidden, int(ytr.max()) + 1)
     k_init, k_la, k_mb, k_s = jax.random.split(rng_key, 4)
-    mode = map_laplace.train_map_from(
+    mode = map_laplace.fit_map(
         k_init,
         widths,
         xtr,
         ytr,
+        choices,
         likelihood="categorical",
         prior_precision=prior_precision,
         num_steps=map_steps,
         learning_rate=map_learning_rate,
         activation="relu",
-        init_scheme="fan_in",
     )
     p_map = mode.params
     t_map, unr = ravel_pytree(p_map)
     t0 = time.perf_counter()
-    # the LA's evidence tuning starts from δ = 1, not the MAP's prior precision
-    post = map_laplace.laplace_at(
-        mode, xtr, ytr, likelihood="categorical", prior_precision=1.0, tune="prior"
+    post = map_laplace.fit_laplace(
+        mode, xtr, ytr, choices, likelihood="categorical", prior_precision=prior_precision
     )
     t_fit = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -416,13 +427,15 @@ def uci_probs(fit: UciFit, x) -> dict:
 
 def uci_settings(cfg: MetricBNNSettings, walk) -> dict:
     """The keywords of :func:`uci_fit` from the chapter's settings ``cfg`` (``uci_hidden``,
-    ``prior_precision``, ``uci_map_steps``, ``map_learning_rate``, ``pred_samples``) and
-    ``walk`` (:func:`walker`) with ``uci_steps``, ``uci_drift``, ``uci_ae_updates`` bound."""
+    ``map_laplace``, ``prior_precision``, ``uci_map_steps``, ``map_learning_rate``,
+    ``pred_samples``) and ``walk`` (:func:`walker`) with ``uci_steps``, ``uci_drift``,
+    ``uci_ae_updates`` bound."""
     walk_fn = partial(
         walk, num_steps=cfg.uci_steps, drift=cfg.uci_drift, ae_updates=cfg.uci_ae_updates
     )
     return dict(
         hidden=cfg.uci_hidden,
+        choices=cfg.map_laplace,
         prior_precision=cfg.prior_precision,
         map_steps=cfg.uci_map_steps,
         map_learning_rate=cfg.map_learning_rate,
@@ -499,6 +512,7 @@ def banana_predictives(
     inputs: dict,
     *,
     widths: Sequence[int],
+    choices: MapLaplaceChoices,
     prior_precision: float,
     map_steps: int,
     map_learning_rate: float,
@@ -509,28 +523,35 @@ def banana_predictives(
     ([MBNN] Fig. 4).
 
     A tanh MLP (``widths``) is trained to its MAP on the classes y (n,) of x (n, d); the LA
-    (full GGN, prior precision by the evidence) and MetricBNN (``walk_fn``, then latent
+    (:mod:`.map_laplace` with ``choices``: the chapter's full GGN, prior precision by the
+    evidence) and MetricBNN (``walk_fn``, then latent
     samples) predict each array of ``inputs`` (name → (m, d)). ``rng_keys``: four keys, for
     the initialisation, Alg. 1, the LA's samples and the latent samples. Returns
     name → method → posterior-mean class probabilities (m, C).
     """
     k_init, k_walk, k_la, k_mb = rng_keys
     tanh_net = partial(nets.mlp_apply, activation_name="tanh")
-    mode = map_laplace.train_map_from(
+    mode = map_laplace.fit_map(
         k_init,
         widths,
         x,
         y,
+        choices,
         likelihood="categorical",
         prior_precision=prior_precision,
         num_steps=map_steps,
         learning_rate=map_learning_rate,
         activation="tanh",
-        init_scheme="fan_in",
     )
     t_map, unravel = ravel_pytree(mode.params)
-    post = map_laplace.laplace_at(
-        mode, x, y, likelihood="categorical", prior_precision=1.0, activation="tanh", tune="prior"
+    post = map_laplace.fit_laplace(
+        mode,
+        x,
+        y,
+        choices,
+        likelihood="categorical",
+        prior_precision=prior_precision,
+        activation="tanh",
     )
     loss = metricbnn.refinement_loss(
         unravel, tanh_net, x, y, likelihood="categorical", prior_precision=prior_precision
@@ -566,6 +587,7 @@ def banana_run(
         jnp.asarray(y_train),
         {"grid": grid, "ring": ring, "test": jnp.asarray(x_test, jnp.float32)},
         widths=cfg.banana_widths,
+        choices=cfg.map_laplace,
         prior_precision=cfg.prior_precision,
         map_steps=cfg.banana_map_steps,
         map_learning_rate=cfg.map_learning_rate * 10,
@@ -592,6 +614,7 @@ def mnist_study(keys, x_train, y_train, x_test, y_test, cfg: MetricBNNSettings, 
         y,
         xt,
         y_test,
+        choices=cfg.map_laplace,
         prior_precision=cfg.prior_precision,
         map_steps=cfg.mnist_map_steps,
         map_learning_rate=cfg.map_learning_rate * 3,
@@ -617,6 +640,7 @@ def mnist_run(
     x_test,
     y_test,
     *,
+    choices: MapLaplaceChoices,
     prior_precision: float,
     map_steps: int,
     map_learning_rate: float,
@@ -625,7 +649,8 @@ def mnist_run(
     walk_fn,
 ):
     """[MBNN] Table 2 on an MNIST subset: test NLL of the CNN's MAP, its last-layer LA
-    (sampled and linearised) and MetricBNN on the whole network.
+    (sampled and linearised; the Laplace part of ``choices`` on the last layer) and MetricBNN
+    on the whole network.
 
     x (n, 784), y (n,): flattened training images and labels; MetricBNN refines on the first
     ``refine_n`` of them with the prior precision scaled by refine_n/n (eq. 1 on a
@@ -647,16 +672,15 @@ def mnist_run(
     t_map, unravel = ravel_pytree(p_map)
     nll = {}
     t0 = time.perf_counter()
-    post = laplace.optimise_prior_precision(
-        laplace.laplace(
-            p_map,
-            x,
-            y,
-            likelihood="categorical",
-            subset="last_layer",
-            apply_fn=cnn.cnn_apply,
-            features_fn=cnn.cnn_features,
-        )
+    post = map_laplace.fit_laplace(  # Table 2's LA is the CNN's last layer's
+        map_laplace.MapFit(p_map, None),
+        x,
+        y,
+        dataclasses.replace(choices, subset="last_layer"),
+        likelihood="categorical",
+        prior_precision=prior_precision,
+        apply_fn=cnn.cnn_apply,
+        features_fn=cnn.cnn_features,
     )
     th_last = post.sample(k_la, num_samples)
     logits = jax.vmap(lambda t: post.model_fn(t, x_test))(th_last)
@@ -783,26 +807,26 @@ def flops_crossing(
 
 def depth_map(key, problem: GapRegression, cfg: MetricBNNSettings, depth: int):
     """The MAP of C6.8's network with ``depth`` hidden layers: a tanh MLP
-    1 → ``cfg.depth_width``^depth → 1 started from the fan-in scheme with ``key`` and trained
-    on ``problem``'s data (its noise, the prior precision and budget of ``cfg``;
-    :func:`.map_laplace.train_map_from`).
+    1 → ``cfg.depth_width``^depth → 1 started with ``key`` and trained on ``problem``'s data
+    (its noise, the prior precision and budget of ``cfg``; :func:`.map_laplace.fit_map` with the
+    chapter's ``map_laplace``).
 
     Returns ``(mode, net)``: the :class:`.map_laplace.MapFit`, and ``net``, ``problem`` with
     this network's ``unravel`` and the
     tanh network that the MAP was trained as, so the LA, MetricBNN and the gap NLL read the
     parameters as the same network.
     """
-    mode = map_laplace.train_map_from(
+    mode = map_laplace.fit_map(
         key,
         (problem.x.shape[1], *([cfg.depth_width] * depth), 1),
         problem.x,
         problem.y,
+        cfg.map_laplace,
         likelihood="gaussian",
         prior_precision=cfg.prior_precision,
         num_steps=cfg.snelson_map_steps,
         learning_rate=cfg.map_learning_rate,
         activation="tanh",
-        init_scheme="fan_in",
         noise_scale=problem.noise_scale,
     )
     tanh_net = partial(nets.mlp_apply, activation_name="tanh")
@@ -827,14 +851,14 @@ def depth_accuracy(keys, problem: GapRegression, cfg: MetricBNNSettings, walk) -
         k_init, k_curv, k_walk, k_la, k_mb = jax.random.split(key, 5)
         mode, net = depth_map(k_init, problem, cfg, depth)
         theta = ravel_pytree(mode.params)[0]
-        post = map_laplace.laplace_at(  # the evidence tuning starts from δ = 1
+        post = map_laplace.fit_laplace(
             mode,
             problem.x,
             problem.y,
+            cfg.map_laplace,
             likelihood="gaussian",
-            prior_precision=1.0,
+            prior_precision=cfg.prior_precision,
             activation="tanh",
-            tune="prior",
         )
         loss = metricbnn.refinement_loss(
             net.unravel,

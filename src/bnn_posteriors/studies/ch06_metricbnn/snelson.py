@@ -19,7 +19,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from bnn_posteriors.evaluation import diagnostics
-from bnn_posteriors.inference import laplace, map_estimate, metricbnn
+from bnn_posteriors.inference import laplace, map_laplace, metricbnn
 from bnn_posteriors.models import nets
 from bnn_posteriors.site import tables
 from bnn_posteriors.site.settings_classes import MetricBNNSettings
@@ -76,16 +76,19 @@ def fit_and_walk(keys: dict, x_tr, y_tr, x_gap, y_gap, cfg: MetricBNNSettings, w
     y = jnp.asarray(y_tr, jnp.float32)[:, None]
     sigma, delta = cfg.snelson_sigma, cfg.prior_precision
     relu_net = partial(nets.mlp_apply, activation_name="relu")
-    params_map, _ = map_estimate.train_map(
-        nets.mlp_init(keys["map"], cfg.snelson_widths, scheme="fan_in"),
+    params_map = map_laplace.fit_map(
+        keys["map"],
+        cfg.snelson_widths,
         x,
         y,
+        cfg.map_laplace,
         likelihood="gaussian",
-        noise_scale=sigma,
         prior_precision=delta,
         num_steps=cfg.snelson_map_steps,
         learning_rate=cfg.map_learning_rate,
-    )
+        activation="relu",
+        noise_scale=sigma,
+    ).params
     theta_map, unravel = ravel_pytree(params_map)
     loss = metricbnn.refinement_loss(
         unravel, relu_net, x, y, likelihood="gaussian", noise_scale=sigma, prior_precision=delta
@@ -196,14 +199,13 @@ def posteriors(keys: dict, run: SnelsonWalk, cfg: MetricBNNSettings) -> Posterio
     (``cfg.pred_samples`` each, from ``keys`` "la", "gaussian", "samples", "posterior"), and
     the linearised LA; their predictive on a grid and their widening in the gap."""
     problem, solutions, s = run.problem, run.solutions, cfg.pred_samples
-    post = laplace.optimise_prior_precision(
-        laplace.laplace(
-            run.params_map,
-            problem.x,
-            problem.y,
-            likelihood="gaussian",
-            noise_scale=problem.noise_scale,
-        )
+    post = map_laplace.fit_laplace(
+        map_laplace.MapFit(run.params_map, problem.noise_scale),
+        problem.x,
+        problem.y,
+        cfg.map_laplace,
+        likelihood="gaussian",
+        prior_precision=cfg.prior_precision,
     )
     gauss_mean, gauss_factor = run.gaussian
     draws = {
@@ -254,6 +256,7 @@ def per_map_metrics(repeat_key, run: SnelsonWalk, cfg: MetricBNNSettings, walk) 
             walk, num_steps=cfg.snelson_steps, drift=cfg.snelson_drift, ae_updates=cfg.ae_updates
         ),
         widths=cfg.snelson_widths,
+        choices=cfg.map_laplace,
         prior_precision=cfg.prior_precision,
         map_steps=cfg.snelson_map_steps,
         map_learning_rate=cfg.map_learning_rate,

@@ -40,7 +40,7 @@ import numpy as np
 from bnn_posteriors.claims import paper_numbers as references
 from bnn_posteriors.data import loaders as data
 from bnn_posteriors.evaluation import metrics
-from bnn_posteriors.site.settings_classes import BenchmarksSettings
+from bnn_posteriors.site.settings_classes import BenchmarksSettings, MapLaplaceChoices
 from bnn_posteriors.store import cache, parts, provenance
 from bnn_posteriors.studies.ch08_benchmarks.scores import (  # the scores of one predictive
     authors_columns,
@@ -98,9 +98,8 @@ UNIT_KEYS = {
         "prior_scale",
         "map_steps",
         "map_learning_rate",
-        "map_weight_decay",
+        "map_laplace",
         "map_sigma",
-        "ggn_sigma",
         "aleatoric_var",
     ),
     "mfvi": (
@@ -181,29 +180,31 @@ def _laplace_unit(key, split: data.Split, s: Mapping) -> dict:
 
     x, y = jnp.asarray(split.x_train, jnp.float32), jnp.asarray(split.y_train, jnp.float32)
     delta = 1.0 / s["prior_scale"] ** 2
-    mode = map_laplace.train_map_from(
+    choices = s["map_laplace"]
+    if not isinstance(choices, MapLaplaceChoices):  # as_dict() makes the table a dict
+        choices = MapLaplaceChoices(**choices)
+    mode = map_laplace.fit_map(
         key,
         _widths(split, s["widths_hidden"]),
         x,
         y[:, None],
+        choices,
         likelihood="gaussian",
         prior_precision=delta,
         num_steps=int(s["map_steps"]),
         learning_rate=s["map_learning_rate"],
         activation="relu",
         noise_scale=s["map_sigma"],
-        weight_decay=s["map_weight_decay"],
     )
     # the authors' evaluation fits the last layer's GGN with its own σ, not the MAP's
-    post = map_laplace.laplace_at(
+    post = map_laplace.fit_laplace(
         mode,
         x,
         y[:, None],
+        choices,
         likelihood="gaussian",
         prior_precision=delta,
         activation="relu",
-        subset="last_layer",
-        noise_scale=s["ggn_sigma"],
     )
 
     def predictive(x_eval):

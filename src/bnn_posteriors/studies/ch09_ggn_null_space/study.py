@@ -74,8 +74,8 @@ def fit(
     likelihood: str = "gaussian",
     activation: str | None = None,
 ) -> Fit:
-    """Train the MAP, fit the Laplace GGN at it and tune δ (:mod:`.map_laplace`); the kernel
-    projector.
+    """Train the MAP, fit the Laplace GGN at it and tune δ (:mod:`.map_laplace` with the
+    chapter's ``map_laplace``); the kernel projector.
 
     Regression (one output, ``noise_scale`` σ) or, with ``likelihood="categorical"``, integer
     labels y and one output per class; ``activation`` defaults to ``cfg.activation``. With
@@ -94,27 +94,30 @@ def fit(
         y, y_test = np.asarray(y, np.float64).ravel(), np.asarray(y_test, np.float64).ravel()
         targets, outputs = y[:, None], 1
     delta = cfg.map_prior_precision
-    mode = map_laplace.train_map_from(
+    choices = cfg.map_laplace
+    if fit_noise:  # σ by the evidence too, jointly with δ
+        choices = dataclasses.replace(choices, tune="noise")
+    mode = map_laplace.fit_map(
         rng_key,
         (x.shape[1], *hidden, outputs),
         x,
         targets,
+        choices,
         likelihood=likelihood,
         prior_precision=delta,
         num_steps=cfg.map_steps,
         learning_rate=cfg.map_learning_rate,
         activation=activation,
-        dtype=jnp.float64,
         noise_scale=noise_scale if likelihood == "gaussian" else None,
     )
-    post = map_laplace.laplace_at(
+    post = map_laplace.fit_laplace(
         mode,
         x,
         targets,
+        choices,
         likelihood=likelihood,
         prior_precision=delta,
         activation=activation,
-        tune="noise" if fit_noise else "prior",
     )
     theta, model_fn = ns.flat_mlp(mode.params, activation)
     jac = ns.training_jacobian(model_fn, theta, x)

@@ -109,9 +109,15 @@ def validated(
     return {"validated": not reasons, "reasons": reasons}
 
 
-#: What a ratio compares: ``"distance"`` to the reference (:func:`distance_metric`) or the cost
-#: in ``"flops"`` (gradient evaluations × one gradient's FLOPs + dense algebra), with its words.
-QUANTITIES = {"distance": "distances to the reference", "flops": "costs in FLOPs"}
+#: What a ratio compares: ``"distance"`` to the reference (:func:`distance_metric`), the
+#: ``"energy"`` distance of the joint predictive over the test points (parts of scoring version
+#: 3; :func:`.fidelity.energy_distance`) or the cost in ``"flops"`` (gradient evaluations × one
+#: gradient's FLOPs + dense algebra), with its words.
+QUANTITIES = {
+    "distance": "distances to the reference",
+    "energy": "energy distances of the joint predictive to the reference",
+    "flops": "costs in FLOPs",
+}
 
 
 def distances(
@@ -126,7 +132,8 @@ def distances(
         s = row["settings"]
         if s["problem"] == problem and s["method"] == method and row.get("applies", True):
             key = distance_metric(row) if quantity == "distance" else quantity
-            out[int(s["seed"])] = float(row[key])
+            if key in row:  # a part of scoring version 2 has no energy
+                out[int(s["seed"])] = float(row[key])
     return out
 
 
@@ -152,7 +159,13 @@ def ratio_interval(
     seeds = sorted(set(da) & set(db))
     if len(seeds) < 2:
         return None
-    logs = np.log([da[s] for s in seeds]) - np.log([db[s] for s in seeds])
+    values = np.array([[da[s], db[s]] for s in seeds])
+    if not np.all(values > 0):
+        raise ValueError(
+            f"ratio_interval: {QUANTITIES[quantity]} of {a} and {b} on {problem} must be "
+            f"positive for a ratio, got {values.min():.3g} (an estimate at its floor)"
+        )
+    logs = np.log(values[:, 0]) - np.log(values[:, 1])
     if np.ptp(logs) == 0.0:  # the same ratio on every seed (a cost fixed by the shapes)
         mean = low = high = float(logs[0])
     else:
